@@ -1,0 +1,100 @@
+package contract
+
+import "time"
+
+// Escalation reasons: why a session stopped to ask a person.
+const (
+	ReasonGatewayRetries = "gateway_retries_exhausted"
+	ReasonRepairCap      = "repair_cap_exceeded"
+	ReasonLoop           = "loop_persists"
+	ReasonFatalTool      = "fatal_tool_error"
+	ReasonPolicy         = "policy_violation"
+	ReasonBudget         = "budget"
+	ReasonApproval       = "approval"
+)
+
+// Answer actions.
+const (
+	ActionRetry = "retry"
+	ActionEdit  = "edit"
+	ActionAbort = "abort"
+)
+
+// EscalationPolicy configures how long an escalation waits and whom it tells.
+type EscalationPolicy struct {
+	// Deadline is how long an escalation waits for an answer before DefaultAction is taken.
+	Deadline time.Duration `json:"deadline,omitempty"`
+	// Channels are notified in order, spread evenly over the deadline (the first at once).
+	Channels []string `json:"channels,omitempty"`
+	// DefaultAction is taken at the deadline: abort (the default) or retry.
+	DefaultAction string `json:"default_action,omitempty"`
+	// UIBase is the Web UI's base URL, for links in notices.
+	UIBase string `json:"ui_base,omitempty"`
+}
+
+// Escalation is the record a session keeps while it waits on a person: what happened, what was
+// tried, and how to answer.
+type Escalation struct {
+	ID         string   `json:"id"`
+	WorkflowID string   `json:"workflow_id"`
+	Reason     string   `json:"reason"`
+	Class      string   `json:"class,omitempty"`
+	Summary    string   `json:"summary"`
+	Tried      []string `json:"tried,omitempty"`
+	Attempts   int      `json:"attempts,omitempty"`
+	LastError  string   `json:"last_error,omitempty"`
+	// Calls are the tool calls involved, with their arguments.
+	Calls    []ToolCall    `json:"calls,omitempty"`
+	Spent    time.Duration `json:"spent,omitempty"`
+	Link     string        `json:"link,omitempty"`
+	Choices  []string      `json:"choices"`
+	Deadline time.Time     `json:"deadline"`
+	// Answer is set once someone answered.
+	Answer *Answer `json:"answer,omitempty"`
+}
+
+// Answer is a person's decision on an escalation, delivered by update or signal.
+type Answer struct {
+	EscalationID string `json:"escalation_id"`
+	Action       string `json:"action"`
+	// Text is the corrected arguments or the instruction for the model, with ActionEdit.
+	Text string `json:"text,omitempty"`
+	By   string `json:"by,omitempty"`
+	// Via names the channel the answer came through (terminal, slack, cli, signal).
+	Via string `json:"via,omitempty"`
+}
+
+// AnswerResult is what the answer update returns to its sender.
+type AnswerResult struct {
+	Accepted bool   `json:"accepted"`
+	Message  string `json:"message"`
+}
+
+// Approval is a tool call that waits for a person before it runs.
+type Approval struct {
+	CallID string `json:"call_id"`
+	Tool   string `json:"tool"`
+	// Digest is the SHA-256 of the argument text; an approval must name it, so it can never
+	// approve a different call.
+	Digest    string    `json:"digest"`
+	Arguments string    `json:"arguments"`
+	Deadline  time.Time `json:"deadline"`
+}
+
+// ApprovalDecision answers an Approval.
+type ApprovalDecision struct {
+	CallID  string `json:"call_id"`
+	Digest  string `json:"digest"`
+	Approve bool   `json:"approve"`
+	By      string `json:"by,omitempty"`
+}
+
+// NotifyRequest is the input of the escalation notice activity: one channel, one escalation.
+// Notices are idempotent by escalation id and channel, so the activity may be retried.
+type NotifyRequest struct {
+	Channel    string     `json:"channel"`
+	Escalation Escalation `json:"escalation"`
+}
+
+// UpdateApproveCall is the update that answers a pending approval.
+const UpdateApproveCall = "approve_call"

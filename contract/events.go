@@ -1,0 +1,43 @@
+package contract
+
+import "time"
+
+// Event kinds. The starter prints one JSON object per event with --output jsonl.
+const (
+	EventDelta      = "delta"
+	EventToolCall   = "tool_call"
+	EventToolResult = "tool_result"
+	EventRetry      = "retry"
+	EventBlocked    = "blocked"
+	EventLimit      = "limit"
+	EventEscalation = "escalation"
+	EventApproval   = "approval"
+	EventAnswer     = "answer"
+	EventNotice     = "notice"
+	EventSummary    = "summary"
+)
+
+// Event is one thing that happened in a session, for the user's terminal. Activities post live
+// events to the session's sinks; session-level events are also kept in the session's status.
+type Event struct {
+	Event      string `json:"event"`
+	Seq        int    `json:"seq,omitempty"`
+	WorkflowID string `json:"workflow_id,omitempty"`
+	Turn       int    `json:"turn,omitempty"`
+	// Text is the delta text, the tool result, or the line to print.
+	Text string `json:"text,omitempty"`
+	Tool string `json:"tool,omitempty"`
+	// CallID and Arguments identify a tool call.
+	CallID    string `json:"call_id,omitempty"`
+	Arguments string `json:"arguments,omitempty"`
+	IsError   bool   `json:"is_error,omitempty"`
+	// Attempt, Class and WaitMS describe a retry.
+	Attempt int    `json:"attempt,omitempty"`
+	Class   string `json:"class,omitempty"`
+	WaitMS  int64  `json:"wait_ms,omitempty"`
+	// Limit names the limit that tripped.
+	Limit string `json:"limit,omitempty"`
+	// Escalation is set on escalation events.
+	Escalation *Escalation `json:"escalation,omitempty"`
+	Time       time.Time   `json:"time,omitempty"`
+}
