@@ -98,3 +98,15 @@ type NotifyRequest struct {
 
 // UpdateApproveCall is the update that answers a pending approval.
 const UpdateApproveCall = "approve_call"
+
+// EscalationRequest is what a turn hands its session when it needs a person: the session turns it
+// into an Escalation record, notifies the channels and waits for an answer.
+type EscalationRequest struct {
+	Reason    string     `json:"reason"`
+	Class     string     `json:"class,omitempty"`
+	Summary   string     `json:"summary"`
+	Tried     []string   `json:"tried,omitempty"`
+	Attempts  int        `json:"attempts,omitempty"`
+	LastError string     `json:"last_error,omitempty"`
+	Calls     []ToolCall `json:"calls,omitempty"`
+}

@@ -18,7 +18,13 @@ type TurnInput struct {
 	// Repeat carries repeat detection across turns: the key of the last call and how many times in
 	// a row it was made.
 	Repeat RepeatState `json:"repeat"`
+	// Repairs counts rejected (unparsable or schema-violating) calls per tool, plus the key "*"
+	// for consecutive rejections of any tool; a person is asked once a count passes RepairCap.
+	Repairs map[string]int `json:"repairs,omitempty"`
 }
+
+// RepairCap is how many argument repairs a tool gets before the session escalates.
+const RepairCap = 3
 
 // RepeatState is the consecutive-identical-call counter.
 type RepeatState struct {
@@ -31,13 +37,16 @@ type TurnResult struct {
 	Head    string    `json:"head"`
 	Pending []Message `json:"pending,omitempty"`
 	// Final is true when the model answered without tool calls; Answer holds that answer.
-	Final    bool     `json:"final"`
-	Answer   string   `json:"answer,omitempty"`
-	Usage    Usage    `json:"usage"`
-	Counters Counters `json:"counters"`
-	Repeat   RepeatState
+	Final    bool           `json:"final"`
+	Answer   string         `json:"answer,omitempty"`
+	Usage    Usage          `json:"usage"`
+	Counters Counters       `json:"counters"`
+	Repeat   RepeatState    `json:"repeat"`
+	Repairs  map[string]int `json:"repairs,omitempty"`
 	// Failure is set when the turn surfaced a failure it could not handle itself.
 	Failure *Failure `json:"failure,omitempty"`
+	// Escalate is set when the turn needs a person's decision before the session can go on.
+	Escalate *EscalationRequest `json:"escalate,omitempty"`
 	// Events are session-level events the turn produced (blocked calls and the like).
 	Events []Event `json:"events,omitempty"`
 }

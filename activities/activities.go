@@ -1,0 +1,82 @@
+// Package activities holds everything a session does to the world: the model call, the tool calls
+// and the escalation notices. Activities are methods on one struct that holds their dependencies,
+// so the worker registers one value and tests build it with local servers.
+package activities
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/escalation"
+	"github.com/keelrun/keel/events"
+	"github.com/keelrun/keel/gateway"
+	"github.com/keelrun/keel/store"
+)
+
+// Activities are the dependencies of every activity.
+type Activities struct {
+	Gateway gateway.Provider
+	Store   store.Store
+	Events  *events.Publisher
+	// Notifiers send escalation notices, by channel name.
+	Notifiers map[string]escalation.Notifier
+	// Rand is the backoff's random source; nil means math/rand. Tests fix it to assert waits.
+	Rand func() float64
+	// OutputCap bounds a command's kept output in bytes; zero takes the tools default.
+	OutputCap int
+
+	// lastClass remembers the failure class of each model call's previous attempt in this
+	// process, so a schema retry can carry the stricter instruction.
+	lastClass sync.Map
+}
+
+// Register registers every activity under its contract name.
+func (a *Activities) Register(w worker.ActivityRegistry) {
+	w.RegisterActivityWithOptions(a.CallModel, activity.RegisterOptions{Name: contract.CallModelActivity})
+	w.RegisterActivityWithOptions(a.RunTool, activity.RegisterOptions{Name: contract.RunToolActivity})
+	w.RegisterActivityWithOptions(a.NotifyEscalation, activity.RegisterOptions{Name: contract.NotifyActivity})
+}
+
+// NotifyEscalation sends one escalation notice. The notifiers are idempotent by escalation id, so
+// Temporal may retry this activity.
+func (a *Activities) NotifyEscalation(ctx context.Context, req contract.NotifyRequest) error {
+	n, ok := a.Notifiers[req.Channel]
+	if !ok {
+		activity.GetLogger(ctx).Warn("no notifier configured for channel; notice dropped", "channel", req.Channel)
+		return nil
+	}
+	if err := n.Notify(ctx, req.Escalation); err != nil {
+		return fmt.Errorf("notifying %s of escalation %s: %w", req.Channel, req.Escalation.ID, err)
+	}
+	return nil
+}
+
+// heartbeatEvery keeps heartbeats flowing while an activity waits on something slow, because
+// cancellation only reaches an activity through a heartbeat.
+const heartbeatEvery = 200 * time.Millisecond
+
+// keepBeating heartbeats with the latest details from get until ctx ends.
+func keepBeating(ctx context.Context, get func() any) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(heartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx, get())
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}

@@ -1,0 +1,144 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/gateway"
+)
+
+// attemptState travels in heartbeat details, so the next attempt, even on another worker after a
+// crash, knows whether this one already showed the user anything.
+type attemptState struct {
+	Attempt int    `json:"attempt"`
+	Deltas  int    `json:"deltas"`
+	Partial string `json:"partial,omitempty"`
+}
+
+// CallModel streams one model reply, publishing deltas as they arrive. On failure it classifies the
+// error and either returns a retryable error whose NextRetryDelay is Keel's jittered wait (Temporal
+// does the retrying) or a non-retryable one carrying a contract.Failure.
+func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (contract.ModelResponse, error) {
+	info := activity.GetInfo(ctx)
+	attempt := int(info.Attempt)
+	key := info.WorkflowExecution.RunID + "/" + info.ActivityID
+
+	var prev attemptState
+	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &prev) == nil && prev.Deltas > 0 {
+		// An earlier attempt (on a worker that died) already showed output: the emitted rule says
+		// surface, never show the same text twice.
+		a.lastClass.Delete(key)
+		return contract.ModelResponse{}, surfaced(contract.Failure{
+			Class: contract.ClassTruncated, Attempts: attempt, Partial: prev.Partial,
+			Reason: "the stream was cut mid-way when a worker stopped; a retry would repeat the passage",
+		})
+	}
+
+	head, err := a.Store.Append(ctx, req.Head, req.Append)
+	if err != nil {
+		return contract.ModelResponse{}, fmt.Errorf("storing the new transcript messages: %w", err)
+	}
+	msgs, err := a.Store.Load(ctx, head)
+	if err != nil {
+		return contract.ModelResponse{}, fmt.Errorf("loading the transcript: %w", err)
+	}
+
+	prevClass, _ := a.lastClass.Load(key)
+	stream := &streamState{attempt: attempt}
+	stop := keepBeating(ctx, stream.details)
+	resp, err := a.Gateway.Stream(ctx, gateway.Request{
+		Model: req.Model, Messages: msgs, Tools: req.Tools, Inject: req.Inject,
+		Strict: prevClass == contract.ClassSchema,
+	}, func(text string) {
+		n := stream.add(text)
+		activity.RecordHeartbeat(ctx, stream.details())
+		a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventDelta, WorkflowID: req.SessionID, Turn: req.Turn, Text: text, Seq: n})
+	})
+	stop()
+	if err != nil {
+		return contract.ModelResponse{}, a.modelError(ctx, req, key, stream, err)
+	}
+	a.lastClass.Delete(key)
+
+	newHead, err := a.Store.Append(ctx, head, []contract.Message{resp.Message})
+	if err != nil {
+		return contract.ModelResponse{}, fmt.Errorf("storing the model's reply: %w", err)
+	}
+	return contract.ModelResponse{Head: newHead, Message: resp.Message, Usage: resp.Usage, Attempt: attempt}, nil
+}
+
+// modelError turns a failed attempt into the error Temporal acts on.
+func (a *Activities) modelError(ctx context.Context, req contract.ModelRequest, key string, stream *streamState, err error) error {
+	deltas, partial := stream.snapshot()
+	d := gateway.Classify(err, deltas)
+	if d.Handling == gateway.Stop || ctx.Err() != nil {
+		a.lastClass.Delete(key)
+		return temporal.NewCanceledError("the model call was cancelled")
+	}
+	attempt := stream.attempt
+	if d.Handling == gateway.Retry && attempt < gateway.AttemptCap(d.Class) {
+		a.lastClass.Store(key, d.Class)
+		b := gateway.Backoff{Base: req.Retry.Base, Cap: req.Retry.Cap, Rand: a.Rand}
+		wait := b.Wait(attempt, d.RetryAfter)
+		line := fmt.Sprintf("%s; waiting %d ms before attempt %d", d.Message, wait.Milliseconds(), attempt+1)
+		activity.GetLogger(ctx).Info("model call will be retried", "class", d.Class, "wait", wait, "attempt", attempt)
+		a.Events.Publish(ctx, req.Sinks, contract.Event{
+			Event: contract.EventRetry, WorkflowID: req.SessionID, Turn: req.Turn, Text: line,
+			Attempt: attempt + 1, Class: d.Class, WaitMS: wait.Milliseconds(),
+		})
+		return temporal.NewApplicationErrorWithOptions(fmt.Sprintf("attempt %d failed: %s", attempt, line), contract.ModelErrorType,
+			temporal.ApplicationErrorOptions{NextRetryDelay: max(wait, time.Millisecond), Details: []any{contract.Failure{Class: d.Class, Reason: d.Message, Attempts: attempt}}})
+	}
+	a.lastClass.Delete(key)
+	reason := d.Message
+	if d.Handling == gateway.Retry {
+		reason = fmt.Sprintf("%s; gave up after %d attempts", d.Message, attempt)
+	}
+	return surfaced(contract.Failure{Class: d.Class, Reason: reason, Attempts: attempt, Partial: partial})
+}
+
+// surfaced is the non-retryable error of a failure a person must see.
+func surfaced(f contract.Failure) error {
+	return temporal.NewApplicationErrorWithOptions(f.Reason, contract.ModelErrorType,
+		temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{f}})
+}
+
+// streamState counts what one attempt has shown the user.
+type streamState struct {
+	mu      sync.Mutex
+	attempt int
+	deltas  int
+	partial strings.Builder
+}
+
+func (s *streamState) add(text string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deltas++
+	s.partial.WriteString(text)
+	return s.deltas
+}
+
+func (s *streamState) snapshot() (int, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deltas, s.partial.String()
+}
+
+// maxPartialInDetails bounds the partial text kept in heartbeat details.
+const maxPartialInDetails = 8 << 10
+
+func (s *streamState) details() any {
+	n, p := s.snapshot()
+	if len(p) > maxPartialInDetails {
+		p = p[len(p)-maxPartialInDetails:]
+	}
+	return attemptState{Attempt: s.attempt, Deltas: n, Partial: p}
+}

@@ -1,0 +1,141 @@
+// Package app owns Keel's wiring: the Temporal client, the worker with its workflows and
+// activities, and the local dev stack (dev server and fake gateway). The worker and starter mains
+// stay thin by calling it, and the integration tests reuse exactly the same code.
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+
+	"github.com/slack-go/slack"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/keelrun/keel/activities"
+	"github.com/keelrun/keel/config"
+	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/escalation"
+	"github.com/keelrun/keel/events"
+	"github.com/keelrun/keel/gateway"
+	"github.com/keelrun/keel/store"
+	"github.com/keelrun/keel/workflows"
+)
+
+// Dial connects to the configured Temporal server.
+func Dial(ctx context.Context, cfg config.Config) (client.Client, error) {
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort:  cfg.Temporal.Address,
+		Namespace: cfg.Temporal.Namespace,
+		Logger:    Logger(os.Getenv("KEEL_LOG") != ""),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to temporal at %s: %w", cfg.Temporal.Address, err)
+	}
+	return c, nil
+}
+
+// Logger is the SDK logger: quiet unless verbose, because the starter's terminal belongs to the user.
+func Logger(verbose bool) sdklog.Logger {
+	var w io.Writer = io.Discard
+	if verbose {
+		w = os.Stderr
+	}
+	return sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn})))
+}
+
+// RegisterWorkflows registers both workflows under their contract names.
+func RegisterWorkflows(w worker.WorkflowRegistry) {
+	w.RegisterWorkflowWithOptions(workflows.AgentSession, workflow.RegisterOptions{Name: contract.SessionWorkflow})
+	w.RegisterWorkflowWithOptions(workflows.AgentTurn, workflow.RegisterOptions{Name: contract.TurnWorkflow})
+}
+
+// Activities builds the activities' dependencies from the configuration. gatewayURL overrides the
+// configured base URL (the fake gateway's address when it runs in-process).
+func Activities(ctx context.Context, cfg config.Config, gatewayURL string) (*activities.Activities, func(), error) {
+	gcfg := gateway.Config{Provider: cfg.Gateway.Provider, BaseURL: cfg.Gateway.BaseURL, APIKey: cfg.Gateway.APIKey, Model: cfg.Gateway.Model}
+	if gatewayURL != "" {
+		gcfg.BaseURL = gatewayURL
+	}
+	if gcfg.APIKey == "" {
+		gcfg.APIKey = "fake-gateway-key"
+	}
+	gw, err := gateway.New(gcfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := store.Open(ctx, cfg.Store.Backend, storeLocation(cfg))
+	if err != nil {
+		return nil, nil, err
+	}
+	acts := &activities.Activities{
+		Gateway:   gw,
+		Store:     st,
+		Events:    events.NewPublisher(),
+		Notifiers: Notifiers(cfg),
+		OutputCap: cfg.OutputCap,
+	}
+	return acts, func() { _ = st.Close() }, nil
+}
+
+func storeLocation(cfg config.Config) string {
+	if cfg.Store.Backend == "postgres" {
+		return cfg.Store.DSN
+	}
+	return cfg.Store.Path
+}
+
+// Notifiers builds the escalation channels named in the configuration.
+func Notifiers(cfg config.Config) map[string]escalation.Notifier {
+	out := map[string]escalation.Notifier{}
+	e := cfg.Escalation
+	for _, ch := range e.Channels {
+		switch ch {
+		case "slack":
+			var opts []slack.Option
+			if e.Slack.APIURL != "" {
+				opts = append(opts, slack.OptionAPIURL(e.Slack.APIURL))
+			}
+			out[ch] = &escalation.SlackNotifier{API: slack.New(e.Slack.BotToken, opts...), Channel: e.Slack.Channel}
+		case "github":
+			out[ch] = &escalation.GitHubNotifier{BaseURL: e.GitHub.BaseURL, Token: e.GitHub.Token, Repo: e.GitHub.Repo, PR: e.GitHub.PR, HTTPClient: http.DefaultClient}
+		case "webhook":
+			out[ch] = &escalation.WebhookNotifier{URL: e.Webhook.URL, Secret: e.Webhook.Secret, HTTPClient: http.DefaultClient}
+		}
+	}
+	return out
+}
+
+// NewWorker creates a worker for the task queue with both workflows and every activity.
+func NewWorker(c client.Client, cfg config.Config, acts *activities.Activities) worker.Worker {
+	w := worker.New(c, cfg.Temporal.TaskQueue, worker.Options{})
+	RegisterWorkflows(w)
+	acts.Register(w)
+	return w
+}
+
+// RunWorker is the worker process: connect, build the dependencies, serve until ctx ends.
+func RunWorker(ctx context.Context, cfg config.Config) error {
+	c, err := Dial(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	acts, closeDeps, err := Activities(ctx, cfg, "")
+	if err != nil {
+		return err
+	}
+	defer closeDeps()
+	w := NewWorker(c, cfg, acts)
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("starting the worker: %w", err)
+	}
+	<-ctx.Done()
+	w.Stop()
+	return nil
+}

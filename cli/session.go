@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/keelrun/keel/config"
+	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/events"
+)
+
+// sessionSpec is what the demo and run commands start.
+type sessionSpec struct {
+	workflowID string
+	task       string
+	workdir    string
+	inject     string
+	output     string
+}
+
+// startSession starts (or, for the same workflow ID, attaches to) a session, follows it until it
+// ends and returns its summary with the exit status it maps to.
+func startSession(ctx context.Context, c client.Client, cfg config.Config, spec sessionSpec, p printer) (contract.Summary, error) {
+	sink, err := events.Listen(cfg.Events.Host)
+	if err != nil {
+		return contract.Summary{}, err
+	}
+	defer sink.Close()
+
+	in := contract.SessionInput{
+		Task:         spec.task,
+		SystemPrompt: systemPrompt,
+		Workdir:      spec.workdir,
+		Model:        cfg.Gateway.Model,
+		Limits:       cfg.Limits,
+		Policy:       cfg.Tools,
+		Retry:        cfg.Gateway.Retry,
+		Sinks:        []string{sink.URL()},
+		Inject:       spec.inject,
+		Escalation:   cfg.Escalation.EscalationPolicy,
+	}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       spec.workflowID,
+		TaskQueue:                cfg.Temporal.TaskQueue,
+		StaticSummary:            clip(spec.task, 200),
+		StaticDetails:            staticDetails(in),
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(contract.StatusKey.ValueSet(contract.StatusRunning)),
+	}, contract.SessionWorkflow, in)
+	if err != nil {
+		return contract.Summary{}, fmt.Errorf("starting the session: %w", err)
+	}
+	p.info(fmt.Sprintf("session %s started; Web UI: %s", run.GetID(), uiLink(cfg, run.GetID())))
+	f := &follower{c: c, workflowID: run.GetID(), p: p, sink: sink, interactive: spec.output == "text" && stdinIsTerminal()}
+	return f.follow(ctx, run)
+}
+
+const systemPrompt = "You are a careful software engineer working in a sandboxed work directory. Use the tools to inspect, change and test code. When a tool call fails, read the feedback and do what it says. Answer briefly when the task is done."
+
+func staticDetails(in contract.SessionInput) string {
+	return fmt.Sprintf("**Task**\n\n%s\n\n**Work directory** `%s` · **model** %s · **limits** %d turns, %s, %d tokens",
+		in.Task, in.Workdir, in.Model, in.Limits.MaxTurns, in.Limits.MaxDuration, in.Limits.MaxTokens)
+}
+
+func uiLink(cfg config.Config, workflowID string) string {
+	return fmt.Sprintf("%s/namespaces/%s/workflows/%s", cfg.Temporal.UIURL, cfg.Temporal.Namespace, workflowID)
+}
+
+// exitCode maps a session's final status to the starter's exit status.
+func exitCode(status string) int {
+	switch status {
+	case contract.StatusCompleted:
+		return ExitOK
+	case contract.StatusLimit:
+		return ExitLimit
+	case contract.StatusCancelled:
+		return ExitCancelled
+	default:
+		return ExitFailure
+	}
+}
+
+// newWorkflowID names a session that has no job key: readable, sortable, unique.
+func newWorkflowID(kind string) string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("keel-%s-%s-%s", kind, time.Now().UTC().Format("20060102-150405"), hex.EncodeToString(b))
+}
+
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// isNotFound reports a workflow the server does not know.
+func isNotFound(err error) bool {
+	var nf interface{ Error() string }
+	return errors.As(err, &nf) && strings.Contains(strings.ToLower(err.Error()), "not found")
+}

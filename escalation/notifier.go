@@ -1,0 +1,46 @@
+package escalation
+
+import (
+	"context"
+	"sync"
+
+	"github.com/keelrun/keel/contract"
+)
+
+// Notifier sends one escalation notice on one channel. Notices are sent from a retryable Temporal
+// activity, so Notify must be idempotent by escalation ID: a second call for the same ID must not
+// post twice.
+type Notifier interface {
+	Name() string
+	Notify(ctx context.Context, e contract.Escalation) error
+}
+
+// Answerer delivers answers and commands to sessions. TemporalAnswerer is the real one; the Slack
+// bot only knows this interface, so it never holds workflow code or a second answer path.
+type Answerer interface {
+	Answer(ctx context.Context, workflowID string, a contract.Answer) (contract.AnswerResult, error)
+	Cancel(ctx context.Context, workflowID string, req contract.CancelRequest) error
+	Status(ctx context.Context, workflowID string) (contract.SessionStatus, error)
+}
+
+// sentSet remembers which escalation IDs a notifier already delivered in this process, so a
+// retried activity on the same worker skips the network altogether.
+type sentSet struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (s *sentSet) has(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seen[id]
+}
+
+func (s *sentSet) add(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	s.seen[id] = true
+}

@@ -1,0 +1,106 @@
+package escalation
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/keelrun/keel/contract"
+)
+
+// slackUsage is the reply to an empty or unknown slash command.
+const slackUsage = "Usage: `/keel status WORKFLOW_ID` or `/keel stop WORKFLOW_ID [reason]`"
+
+// commandReply is the JSON body Slack shows for a slash command, at once or via response_url.
+type commandReply struct {
+	ResponseType string `json:"response_type"`
+	Text         string `json:"text"`
+}
+
+// handleCommand serves the slash command: status runs the status query, stop sends the cancel
+// signal. It acknowledges at once and posts the outcome to the command's response_url.
+func (b *SlackBot) handleCommand(w http.ResponseWriter, r *http.Request) {
+	form, ok := b.verified(w, r)
+	if !ok || !b.allowed(w, form.Get("team_id"), form.Get("user_id")) {
+		return
+	}
+	fields := strings.Fields(form.Get("text"))
+	if len(fields) < 2 || (fields[0] != "status" && fields[0] != "stop") {
+		writeJSON(w, commandReply{ResponseType: "ephemeral", Text: slackUsage})
+		return
+	}
+	verb, wf, user, respURL := fields[0], fields[1], form.Get("user_id"), form.Get("response_url")
+	reason := strings.Join(fields[2:], " ")
+	writeJSON(w, commandReply{ResponseType: "ephemeral", Text: fmt.Sprintf("Working on `%s %s`…", verb, wf)})
+	b.background(func(ctx context.Context) {
+		var text string
+		if verb == "status" {
+			text = b.runStatus(ctx, wf)
+		} else {
+			text = b.runStop(ctx, wf, user, reason)
+		}
+		b.respond(ctx, respURL, text)
+	})
+}
+
+// runStatus asks the session for its status and renders it.
+func (b *SlackBot) runStatus(ctx context.Context, wf string) string {
+	st, err := b.cfg.Answerer.Status(ctx, wf)
+	if err != nil {
+		b.cfg.Logger.Warn("slack status command", "workflow_id", wf, "error", err)
+		return fmt.Sprintf("Could not get the status of `%s`: %v", wf, err)
+	}
+	return StatusText(wf, st)
+}
+
+// runStop sends the cancel signal on behalf of a person.
+func (b *SlackBot) runStop(ctx context.Context, wf, user, reason string) string {
+	if reason == "" {
+		reason = "stopped from Slack"
+	}
+	if err := b.cfg.Answerer.Cancel(ctx, wf, contract.CancelRequest{Reason: reason, By: "slack:" + user}); err != nil {
+		b.cfg.Logger.Warn("slack stop command", "workflow_id", wf, "error", err)
+		return fmt.Sprintf("Could not stop `%s`: %v", wf, err)
+	}
+	return fmt.Sprintf("Stop sent to `%s` by <@%s>.", wf, user)
+}
+
+// respond posts a delayed reply to a slash command's response_url.
+func (b *SlackBot) respond(ctx context.Context, respURL, text string) {
+	if respURL == "" {
+		return
+	}
+	body, _ := json.Marshal(commandReply{ResponseType: "ephemeral", Text: text})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, respURL, bytes.NewReader(body))
+	if err != nil {
+		b.cfg.Logger.Warn("building slack command reply", "error", err)
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := b.cfg.HTTPClient.Do(req)
+	if err != nil {
+		b.cfg.Logger.Warn("posting slack command reply", "error", err)
+		return
+	}
+	defer resp.Body.Close()
+	if err := checkStatus("posting slack command reply", resp); err != nil {
+		b.cfg.Logger.Warn("posting slack command reply", "error", err)
+	}
+}
+
+// StatusText renders a session's status in a few lines for chat.
+func StatusText(wf string, st contract.SessionStatus) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Session `%s`: *%s*, turn %d, %d tokens, %d tool calls (%d blocked)",
+		wf, st.Status, st.Turn, st.Usage.Total(), st.Counters.ToolCalls, st.Counters.BlockedCalls)
+	if e := st.Escalation; e != nil && e.Answer == nil {
+		fmt.Fprintf(&b, "\nWaiting on escalation `%s`: %s", e.ID, Reason(e.Reason))
+	}
+	if a := st.Approval; a != nil {
+		fmt.Fprintf(&b, "\nWaiting on approval of `%s`", a.Tool)
+	}
+	return b.String()
+}

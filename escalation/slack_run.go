@@ -1,0 +1,98 @@
+package escalation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/slack-go/slack"
+	"go.temporal.io/sdk/client"
+)
+
+// Defaults of the Slack bot process.
+const (
+	DefaultSlackListen     = "127.0.0.1:3000"
+	DefaultTemporalAddress = "127.0.0.1:7233"
+	DefaultNamespace       = "default"
+)
+
+// BotConfig is everything the Slack bot process needs. Loading it (flags, environment, a config
+// file) is the caller's business; RunSlackBot only uses it.
+type BotConfig struct {
+	Listen        string
+	SigningSecret string
+	BotToken      string
+	TeamID        string
+	Approvers     []string
+	// SlackAPIURL overrides Slack's Web API base URL (tests, proxies); empty means Slack's own.
+	SlackAPIURL     string
+	TemporalAddress string
+	Namespace       string
+	CallTimeout     time.Duration
+	Logger          *slog.Logger
+}
+
+// RunSlackBot dials Temporal, listens on cfg.Listen and serves the bot until ctx is done.
+func RunSlackBot(ctx context.Context, cfg BotConfig) error {
+	c, err := client.DialContext(ctx, client.Options{HostPort: orDefault(cfg.TemporalAddress, DefaultTemporalAddress), Namespace: orDefault(cfg.Namespace, DefaultNamespace)})
+	if err != nil {
+		return fmt.Errorf("connecting to temporal at %s: %w", orDefault(cfg.TemporalAddress, DefaultTemporalAddress), err)
+	}
+	defer c.Close()
+	ln, err := net.Listen("tcp", orDefault(cfg.Listen, DefaultSlackListen))
+	if err != nil {
+		return fmt.Errorf("listening for slack requests: %w", err)
+	}
+	return ServeSlackBot(ctx, cfg, TemporalAnswerer{Client: c}, ln)
+}
+
+// ServeSlackBot serves the bot on ln with the given Answerer until ctx is done, then stops taking
+// requests and waits for background work. Tests call it with a fake Answerer.
+func ServeSlackBot(ctx context.Context, cfg BotConfig, ans Answerer, ln net.Listener) error {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	var opts []slack.Option
+	if cfg.SlackAPIURL != "" {
+		opts = append(opts, slack.OptionAPIURL(cfg.SlackAPIURL))
+	}
+	bot, err := NewSlackBot(SlackBotConfig{
+		SigningSecret: cfg.SigningSecret, TeamID: cfg.TeamID, Approvers: cfg.Approvers,
+		Answerer: ans, API: slack.New(cfg.BotToken, opts...), CallTimeout: cfg.CallTimeout, Logger: logger,
+	})
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: bot, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	logger.Info("slack bot listening", "addr", ln.Addr().String())
+	select {
+	case err := <-done:
+		bot.Wait()
+		return fmt.Errorf("serving slack requests: %w", err)
+	case <-ctx.Done():
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = srv.Shutdown(shutCtx)
+	bot.Wait()
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutting down the slack bot: %w", err)
+	}
+	return nil
+}
+
+// orDefault returns s, or def when s is empty.
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,97 @@
+package escalation
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/keelrun/keel/contract"
+)
+
+// reasonText says in words why a session stopped; the reason code stays next to it so people can
+// search for it.
+var reasonText = map[string]string{
+	contract.ReasonGatewayRetries: "the model gateway kept failing after every retry",
+	contract.ReasonRepairCap:      "the model could not produce valid tool arguments",
+	contract.ReasonLoop:           "the model keeps repeating the same call",
+	contract.ReasonFatalTool:      "a tool failed in a way the model cannot fix",
+	contract.ReasonPolicy:         "a tool call was refused by the policy",
+	contract.ReasonBudget:         "a budget or quota is exhausted",
+	contract.ReasonApproval:       "a tool call waits for approval",
+}
+
+// Reason renders an escalation reason for people: the words, then the code.
+func Reason(code string) string {
+	if t, ok := reasonText[code]; ok {
+		return fmt.Sprintf("%s (%s)", t, code)
+	}
+	if code == "" {
+		return "unknown reason"
+	}
+	return code
+}
+
+// Choices returns the actions a person may take; an escalation that lists none allows all three,
+// so an old record never leaves a person without a way out.
+func Choices(e contract.Escalation) []string {
+	if len(e.Choices) > 0 {
+		return e.Choices
+	}
+	return []string{contract.ActionRetry, contract.ActionEdit, contract.ActionAbort}
+}
+
+// AnswerCommand is the exact CLI line that answers the escalation, shared by every channel so
+// people learn one command.
+func AnswerCommand(e contract.Escalation) string {
+	return fmt.Sprintf("starter answer %s %s %s", e.WorkflowID, e.ID, strings.Join(Choices(e), "|"))
+}
+
+// Text is the plain-text rendering of an escalation used by the terminal and the CLI: everything a
+// person needs to decide without opening anything else.
+func Text(e contract.Escalation) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Session %s needs a person: %s\n", e.WorkflowID, Reason(e.Reason))
+	fmt.Fprintf(&b, "Escalation: %s\n", e.ID)
+	if e.Summary != "" {
+		fmt.Fprintf(&b, "Summary: %s\n", e.Summary)
+	}
+	if facts := factsLine(e); facts != "" {
+		fmt.Fprintf(&b, "%s\n", facts)
+	}
+	if len(e.Tried) > 0 {
+		b.WriteString("Tried:\n")
+		for _, t := range e.Tried {
+			fmt.Fprintf(&b, "  - %s\n", t)
+		}
+	}
+	for _, c := range e.Calls {
+		fmt.Fprintf(&b, "Call: %s %s\n", c.Name, c.Arguments)
+	}
+	if e.LastError != "" {
+		fmt.Fprintf(&b, "Last error: %s\n", e.LastError)
+	}
+	if e.Link != "" {
+		fmt.Fprintf(&b, "Web UI: %s\n", e.Link)
+	}
+	fmt.Fprintf(&b, "Choices: %s\n", strings.Join(Choices(e), ", "))
+	if !e.Deadline.IsZero() {
+		fmt.Fprintf(&b, "Deadline: %s (the default action is taken then)\n", e.Deadline.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintf(&b, "Answer with: %s\n", AnswerCommand(e))
+	return b.String()
+}
+
+// factsLine joins the failure class, attempt count and time spent, leaving out what is unknown.
+func factsLine(e contract.Escalation) string {
+	var parts []string
+	if e.Class != "" {
+		parts = append(parts, "class "+e.Class)
+	}
+	if e.Attempts > 0 {
+		parts = append(parts, fmt.Sprintf("%d attempts", e.Attempts))
+	}
+	if e.Spent > 0 {
+		parts = append(parts, "spent "+e.Spent.Round(time.Second).String())
+	}
+	return strings.Join(parts, ", ")
+}

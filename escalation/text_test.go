@@ -1,0 +1,61 @@
+package escalation
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/keelrun/keel/contract"
+)
+
+func TestText(t *testing.T) {
+	full := sampleEscalation("esc-1")
+	bare := contract.Escalation{ID: "esc-2", WorkflowID: "wf-2", Reason: "something_new"}
+	tests := []struct {
+		name    string
+		e       contract.Escalation
+		want    []string
+		notWant []string
+	}{
+		{
+			name: "everything",
+			e:    full,
+			want: []string{
+				"Session keel-0123456789abcdef0123 needs a person: the model gateway kept failing after every retry (gateway_retries_exhausted)",
+				"Escalation: esc-1",
+				"Summary: the model gateway did not answer",
+				"class transport, 4 attempts, spent 12s",
+				"  - 4 attempts with backoff\n  - a stricter instruction\n",
+				`Call: write_file {"path":"a.txt"}`,
+				"Last error: connection reset by peer",
+				"Web UI: " + full.Link,
+				"Choices: retry, edit, abort",
+				"Deadline: 2026-12-01T10:00:00Z",
+				"Answer with: starter answer keel-0123456789abcdef0123 esc-1 retry|edit|abort",
+			},
+		},
+		{
+			name:    "bare record offers every choice",
+			e:       bare,
+			want:    []string{"needs a person: something_new", "Choices: retry, edit, abort", "starter answer wf-2 esc-2 retry|edit|abort"},
+			notWant: []string{"Summary:", "Tried:", "Last error:", "Web UI:", "Deadline:"},
+		},
+		{
+			name: "restricted choices",
+			e:    contract.Escalation{ID: "esc-3", WorkflowID: "wf-3", Reason: contract.ReasonBudget, Choices: []string{"abort"}},
+			want: []string{"a budget or quota is exhausted (budget)", "Choices: abort\n", "starter answer wf-3 esc-3 abort\n"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Text(tt.e)
+			for _, w := range tt.want {
+				assert.Contains(t, got, w)
+			}
+			for _, nw := range tt.notWant {
+				assert.False(t, strings.Contains(got, nw), "unexpected %q in\n%s", nw, got)
+			}
+		})
+	}
+}

@@ -1,0 +1,66 @@
+package fakegw
+
+// Injection modes, chosen per request by the contract.InjectHeader header. An empty or unknown
+// value runs the plain demo script.
+//
+// Gateway faults happen only on "the first model call" (a request with no assistant message), and
+// attempts are counted per request body, so a retry of the same request sees the next attempt.
+const (
+	// ModeRateLimit answers attempt 1 with 429 and Retry-After: 1.
+	ModeRateLimit = "rate_limit"
+	// ModeThrottleForever answers every attempt with 429 and Retry-After: 1.
+	ModeThrottleForever = "throttle_forever"
+	// ModeNetwork closes the connection before writing a byte on attempts 1 to 3.
+	ModeNetwork = "network"
+	// ModeServerError answers attempts 1 and 2 with 503.
+	ModeServerError = "server_error"
+	// ModeOverloaded answers attempt 1 with 529 and Anthropic's overloaded_error body (the same
+	// status, with an OpenAI-shaped body, on the OpenAI path), with Retry-After: 1.
+	ModeOverloaded = "overloaded"
+	// ModeTruncatedStart sends 200 and the SSE headers on attempt 1, then closes before any delta.
+	ModeTruncatedStart = "truncated_start"
+	// ModeTruncated streams a few text deltas on every attempt, then closes without the terminator.
+	ModeTruncated = "truncated"
+	// ModeSchema answers every attempt with 200 and a stream event that is not valid JSON.
+	ModeSchema = "schema"
+	// ModeRefusal declines: on OpenAI a refusal delta with finish_reason content_filter, on
+	// Anthropic stop_reason "refusal" with no content.
+	ModeRefusal = "refusal"
+	// ModeBudget reports exhausted credit: OpenAI 429 with type and code insufficient_quota;
+	// Anthropic 400 with error type billing_error and "Your credit balance is too low".
+	ModeBudget = "budget"
+	// ModeUnknown answers 422 with a body in neither provider's error shape.
+	ModeUnknown = "unknown"
+
+	// ModeBadArgs makes every tool call carry truncated, invalid JSON arguments, a different tool
+	// each time, until the request holds a user message starting with contract.PersonPrefix;
+	// from there the model follows the demo script.
+	ModeBadArgs = "bad_args"
+	// ModeLoop makes the model call read_file "calc.go" again and again until a tool message says
+	// it made the same call three times or should change approach; then it answers.
+	ModeLoop = "loop"
+	// ModeLongCommand makes the first call run_command "sleep 15", then the demo script.
+	ModeLongCommand = "long_command"
+	// ModeHang makes the first call run_command "sleep 3600", then the demo script.
+	ModeHang = "hang"
+	// ModeSlowStream streams the first reply's text slowly (Options.SlowStreamDuration, one delta
+	// every Options.SlowStreamInterval) and stops early when the client disconnects.
+	ModeSlowStream = "slow_stream"
+	// ModeToolError changes nothing in the model: the tools make the first write fail, and the
+	// model re-sends a call whose result says the file is unchanged and to retry as is.
+	ModeToolError = "tool_error"
+	// ModeBreaker makes the model call FlakyTool until a result says it is unavailable and names a
+	// fallback tool; it calls the fallback, then follows the demo script.
+	ModeBreaker = "breaker"
+)
+
+// FlakyTool is the tool the breaker mode keeps calling, with arguments {"query": string}; the
+// query changes on every call so repeat detection does not trip before the breaker opens.
+const FlakyTool = "flaky_lookup"
+
+// Modes lists every injection mode, for tests and selftests that walk them all.
+var Modes = []string{
+	ModeRateLimit, ModeThrottleForever, ModeNetwork, ModeServerError, ModeOverloaded,
+	ModeTruncatedStart, ModeTruncated, ModeSchema, ModeRefusal, ModeBudget, ModeUnknown,
+	ModeBadArgs, ModeLoop, ModeLongCommand, ModeHang, ModeSlowStream, ModeToolError, ModeBreaker,
+}

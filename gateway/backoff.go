@@ -1,0 +1,59 @@
+package gateway
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// Default backoff bounds, as in the design notes.
+const (
+	DefaultBackoffBase = 400 * time.Millisecond
+	DefaultBackoffCap  = 8 * time.Second
+)
+
+// Backoff computes equal-jitter retry waits. Half of each window is fixed so a retry is never
+// "no wait at all"; the other half is random so that many sessions throttled at the same moment
+// do not come back in lockstep.
+type Backoff struct {
+	// Base is the first window; zero means DefaultBackoffBase.
+	Base time.Duration
+	// Cap bounds the window; zero means DefaultBackoffCap.
+	Cap time.Duration
+	// Rand returns a number in [0, 1]; nil means math/rand/v2. Tests fix it.
+	Rand func() float64
+}
+
+// Wait returns how long to wait after failed attempt number attempt (starting at 1):
+// window = min(cap, base*2^(attempt-1)); wait = window/2 + rand*window/2, and never less than
+// floor, the wait the server asked for (which may exceed the cap: the server knows better).
+func (b Backoff) Wait(attempt int, floor time.Duration) time.Duration {
+	half := b.window(attempt) / 2
+	wait := half + time.Duration(float64(half)*b.random())
+	return max(wait, floor)
+}
+
+// window doubles the base attempt-1 times, stopping at the cap so large attempts cannot overflow.
+func (b Backoff) window(attempt int) time.Duration {
+	base, limit := b.Base, b.Cap
+	if base <= 0 {
+		base = DefaultBackoffBase
+	}
+	if limit <= 0 {
+		limit = DefaultBackoffCap
+	}
+	w := base
+	for i := 1; i < attempt && w < limit; i++ {
+		w *= 2
+	}
+	return min(w, limit)
+}
+
+// random draws the jitter fraction, clamped to [0, 1] so a faulty source cannot shrink the wait
+// below half a window or stretch it past the window.
+func (b Backoff) random() float64 {
+	r := rand.Float64()
+	if b.Rand != nil {
+		r = b.Rand()
+	}
+	return min(max(r, 0), 1)
+}

@@ -1,0 +1,13 @@
+// Command starter starts, watches and steers Keel agent sessions: `go run ./starter demo`.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/keelrun/keel/cli"
+)
+
+func main() {
+	os.Exit(cli.Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}

@@ -1,0 +1,163 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/keelrun/keel/contract"
+)
+
+const defaultEscalationDeadline = 30 * time.Minute
+
+// escalate stops the session to ask a person, notifies the channels in order across the deadline,
+// and applies the first valid answer (or the default action at the deadline). It returns a final
+// summary when the answer ends the session.
+func (s *session) escalate(ctx workflow.Context, req *contract.EscalationRequest) (contract.Summary, bool) {
+	e := s.openEscalation(ctx, req, []string{contract.ActionRetry, contract.ActionEdit, contract.ActionAbort})
+	s.status = contract.StatusWaiting
+	s.upsertSearch(ctx)
+	s.setDetails(ctx, "waiting on a person: "+req.Reason)
+
+	chainCtx, stopChain := workflow.WithCancel(ctx)
+	s.notifyChain(chainCtx, *e)
+	deadline := e.Deadline.Sub(workflow.Now(ctx))
+	answered, _ := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
+		Timeout:      deadline,
+		TimerOptions: workflow.TimerOptions{Summary: fmt.Sprintf("escalation %s deadline", e.ID)},
+	}, func() bool { return e.Answer != nil || s.cancelReq != nil })
+	stopChain()
+
+	if s.cancelReq != nil || ctx.Err() != nil {
+		return s.cancelledSummary(ctx), true
+	}
+	if !answered {
+		e.Answer = &contract.Answer{EscalationID: e.ID, Action: s.defaultAction(), By: "deadline", Via: "timer"}
+	}
+	s.status = contract.StatusRunning
+	s.upsertSearch(ctx)
+	s.addEvent(contract.Event{Event: contract.EventAnswer, Escalation: e, Text: fmt.Sprintf("%s answered %s", answeredBy(e.Answer), e.Answer.Action)})
+	return s.apply(ctx, e)
+}
+
+// apply carries out an answer: abort ends the session, retry resets the counters that tripped,
+// edit also puts the person's text in front of the model.
+func (s *session) apply(ctx workflow.Context, e *contract.Escalation) (contract.Summary, bool) {
+	a := e.Answer
+	note := fmt.Sprintf("[keel] escalation %s (%s) answered %s by %s.", e.ID, e.Reason, a.Action, answeredBy(a))
+	switch a.Action {
+	case contract.ActionAbort:
+		s.state.Pending = append(s.state.Pending, contract.Message{Role: contract.RoleUser, Note: "escalation", Content: note + " The session ended here."})
+		sum := s.summary(ctx, contract.StatusAborted, "")
+		sum.Reason = fmt.Sprintf("aborted by %s after escalation %s: %s", answeredBy(a), e.ID, e.Summary)
+		return sum, true
+	case contract.ActionEdit:
+		s.state.Pending = append(s.state.Pending, contract.Message{Role: contract.RoleUser, Note: "escalation", Content: contract.PersonPrefix + a.Text})
+	}
+	s.repairs = map[string]int{}
+	s.repeat = contract.RepeatState{}
+	return contract.Summary{}, false
+}
+
+func (s *session) defaultAction() string {
+	if s.in.Escalation.DefaultAction == contract.ActionRetry {
+		return contract.ActionRetry
+	}
+	return contract.ActionAbort
+}
+
+// openEscalation creates the record a person decides on.
+func (s *session) openEscalation(ctx workflow.Context, req *contract.EscalationRequest, choices []string) *contract.Escalation {
+	s.escalSeq++
+	info := workflow.GetInfo(ctx)
+	now := workflow.Now(ctx)
+	deadline := s.in.Escalation.Deadline
+	if deadline <= 0 {
+		deadline = defaultEscalationDeadline
+	}
+	e := &contract.Escalation{
+		ID:         escalationID(info.WorkflowExecution.RunID, s.escalSeq),
+		WorkflowID: info.WorkflowExecution.ID,
+		Reason:     req.Reason,
+		Class:      req.Class,
+		Summary:    req.Summary,
+		Tried:      req.Tried,
+		Attempts:   req.Attempts,
+		LastError:  req.LastError,
+		Calls:      req.Calls,
+		Spent:      now.Sub(s.state.StartedAt),
+		Link:       uiLink(s.in.Escalation.UIBase, info.Namespace, info.WorkflowExecution.ID),
+		Choices:    choices,
+		Deadline:   now.Add(deadline),
+	}
+	s.escalation = e
+	s.addEvent(contract.Event{Event: contract.EventEscalation, Escalation: e, Text: e.Summary, Turn: s.state.Turns})
+	return e
+}
+
+// raiseNotice records a surfaced gateway failure that a person should know about (budget, retries
+// exhausted) and notifies the channels. The session does not wait: the failure is final.
+func (s *session) raiseNotice(ctx workflow.Context, f *contract.Failure) {
+	reason := ""
+	switch f.Class {
+	case contract.ClassBudget:
+		reason = contract.ReasonBudget
+	case contract.ClassTransport, contract.ClassThrottle, contract.ClassSchema:
+		reason = contract.ReasonGatewayRetries
+	default:
+		return
+	}
+	e := s.openEscalation(ctx, &contract.EscalationRequest{
+		Reason: reason, Class: f.Class, Summary: f.Reason, Attempts: f.Attempts, LastError: f.Reason,
+		Tried: []string{fmt.Sprintf("%d attempt(s) of the model call", f.Attempts)},
+	}, nil)
+	for _, ch := range s.in.Escalation.Channels {
+		s.notify(ctx, ch, *e)
+	}
+}
+
+// notifyChain sends the escalation to the configured channels in order: the first at once, the
+// rest spread evenly over the deadline, each behind a timer that shows in the Web UI.
+func (s *session) notifyChain(ctx workflow.Context, e contract.Escalation) {
+	channels := s.in.Escalation.Channels
+	if len(channels) == 0 {
+		return
+	}
+	step := e.Deadline.Sub(workflow.Now(ctx)) / time.Duration(len(channels))
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for i, ch := range channels {
+			if i > 0 {
+				t := workflow.NewTimerWithOptions(ctx, step, workflow.TimerOptions{Summary: "escalation chain: next notify " + ch})
+				if t.Get(ctx, nil) != nil {
+					return
+				}
+			}
+			s.notify(ctx, ch, e)
+		}
+	})
+}
+
+// notify sends one notice through the retryable, idempotent notice activity.
+func (s *session) notify(ctx workflow.Context, channel string, e contract.Escalation) {
+	actx := workflow.WithActivityOptions(ctx, notifyOptions(channel))
+	err := workflow.ExecuteActivity(actx, contract.NotifyActivity, contract.NotifyRequest{Channel: channel, Escalation: e}).Get(actx, nil)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("escalation notice failed", "channel", channel, "error", err)
+	}
+}
+
+func uiLink(base, namespace, workflowID string) string {
+	if base == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s/namespaces/%s/workflows/%s", base, namespace, workflowID)
+}
+
+// escalationID is unique across sessions (notices are idempotent by it) and short enough to type.
+func escalationID(runID string, seq int) string {
+	if len(runID) > 8 {
+		runID = runID[:8]
+	}
+	return fmt.Sprintf("esc-%s-%d", runID, seq)
+}

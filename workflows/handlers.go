@@ -1,0 +1,133 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/keelrun/keel/contract"
+)
+
+// registerHandlers installs every query, signal and update before the session first blocks, so no
+// early message is lost.
+func (s *session) registerHandlers(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, contract.QueryStatus, s.queryStatus); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, contract.QueryTranscript, func() (contract.Transcript, error) {
+		return contract.Transcript{Head: s.state.Head, Pending: s.state.Pending}, nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, contract.UpdateAnswerEscalation,
+		func(_ workflow.Context, a contract.Answer) (contract.AnswerResult, error) { return s.answer(a) },
+		workflow.UpdateHandlerOptions{Validator: s.validateAnswer, Description: "Answer a pending escalation: retry, edit (with text) or abort"},
+	); err != nil {
+		return err
+	}
+	s.listenSignals(ctx)
+	return nil
+}
+
+// listenSignals drains the session's signal channels in a coroutine, so a signal is handled
+// whatever the main loop is blocked on.
+func (s *session) listenSignals(ctx workflow.Context) {
+	cancelCh := workflow.GetSignalChannel(ctx, contract.SignalCancel)
+	answerCh := workflow.GetSignalChannel(ctx, contract.SignalAnswerEscalation)
+	sinkCh := workflow.GetSignalChannel(ctx, contract.SignalAttachSink)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			sel := workflow.NewSelector(ctx)
+			sel.AddReceive(cancelCh, func(c workflow.ReceiveChannel, _ bool) {
+				var req contract.CancelRequest
+				c.Receive(ctx, &req)
+				s.cancel(req)
+			})
+			sel.AddReceive(answerCh, func(c workflow.ReceiveChannel, _ bool) {
+				var a contract.Answer
+				c.Receive(ctx, &a)
+				if err := s.validateAnswer(a); err != nil {
+					workflow.GetLogger(ctx).Warn("answer signal refused", "escalation", a.EscalationID, "reason", err.Error())
+					return
+				}
+				_, _ = s.answer(a)
+			})
+			sel.AddReceive(sinkCh, func(c workflow.ReceiveChannel, _ bool) {
+				var a contract.AttachSink
+				c.Receive(ctx, &a)
+				if a.URL != "" && !slices.Contains(s.sinks, a.URL) {
+					s.sinks = append(s.sinks, a.URL)
+				}
+			})
+			sel.Select(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+		}
+	})
+}
+
+// cancel stops the session: it schedules nothing more and cancels the turn in flight.
+func (s *session) cancel(req contract.CancelRequest) {
+	if s.cancelReq != nil {
+		return
+	}
+	s.cancelReq = &req
+	if s.cancelTurn != nil {
+		s.cancelTurn()
+	}
+}
+
+func (s *session) queryStatus() (contract.SessionStatus, error) {
+	return contract.SessionStatus{
+		Status:     s.status,
+		Turn:       s.state.Turns,
+		Usage:      s.state.Usage,
+		Counters:   s.state.Counters,
+		Limits:     s.in.Limits,
+		Escalation: s.escalation,
+		Approval:   s.approval,
+		Events:     s.events,
+	}, nil
+}
+
+// validateAnswer accepts only an answer to the escalation pending right now. It must not change
+// state: a rejected update is not written to history.
+func (s *session) validateAnswer(a contract.Answer) error {
+	e := s.escalation
+	switch {
+	case e == nil:
+		return errors.New("no escalation is pending")
+	case a.EscalationID != e.ID:
+		return fmt.Errorf("escalation %q is not the pending one (%s)", a.EscalationID, e.ID)
+	case e.Answer != nil:
+		return fmt.Errorf("escalation %s was already answered %q by %s", e.ID, e.Answer.Action, answeredBy(e.Answer))
+	case !slices.Contains(e.Choices, a.Action):
+		return fmt.Errorf("action %q is not one of %v", a.Action, e.Choices)
+	case a.Action == contract.ActionEdit && a.Text == "":
+		return errors.New("edit needs text: corrected arguments or an instruction for the model")
+	}
+	return nil
+}
+
+// answer records the first valid answer; the waiting loop picks it up.
+func (s *session) answer(a contract.Answer) (contract.AnswerResult, error) {
+	if err := s.validateAnswer(a); err != nil {
+		return contract.AnswerResult{}, err
+	}
+	s.escalation.Answer = &a
+	return contract.AnswerResult{Accepted: true, Message: fmt.Sprintf("%s recorded for %s", a.Action, a.EscalationID)}, nil
+}
+
+func answeredBy(a *contract.Answer) string {
+	by := a.By
+	if by == "" {
+		by = "someone"
+	}
+	if a.Via != "" {
+		by += " via " + a.Via
+	}
+	return by
+}

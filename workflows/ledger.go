@@ -1,0 +1,101 @@
+package workflows
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/keelrun/keel/contract"
+)
+
+// checkLimits is the limits ledger's check before a turn: turns and tokens. The duration limit is
+// a timer raced against the turn (see runTurn), so it also stops a turn that hangs.
+func (s *session) checkLimits(ctx workflow.Context) (contract.Summary, bool) {
+	l := s.in.Limits
+	if l.MaxTurns > 0 && s.state.Turns >= l.MaxTurns {
+		return s.limitSummary(ctx, contract.LimitTurns), true
+	}
+	if l.MaxTokens > 0 && s.state.Usage.Total() >= l.MaxTokens {
+		return s.limitSummary(ctx, contract.LimitTokens), true
+	}
+	return contract.Summary{}, false
+}
+
+// limitText says which limit stopped the session and its numbers.
+func (s *session) limitText(ctx workflow.Context, limit string) string {
+	l := s.in.Limits
+	switch limit {
+	case contract.LimitTurns:
+		return fmt.Sprintf("stopped: %d of %d turns used", s.state.Turns, l.MaxTurns)
+	case contract.LimitTokens:
+		return fmt.Sprintf("stopped: %d of %d tokens used", s.state.Usage.Total(), l.MaxTokens)
+	default:
+		used := workflow.Now(ctx).Sub(s.state.StartedAt).Round(100_000_000)
+		return fmt.Sprintf("stopped: %s of %s used", used, l.MaxDuration)
+	}
+}
+
+// limitSummary ends the session on a limit: the user is told which one, and a record goes into the
+// transcript so a later turn or a resumed session knows why the last one stopped.
+func (s *session) limitSummary(ctx workflow.Context, limit string) contract.Summary {
+	text := s.limitText(ctx, limit)
+	s.state.Pending = append(s.state.Pending, contract.Message{
+		Role: contract.RoleUser, Note: "limit", Content: "[keel] " + text + ". The session ended here.",
+	})
+	s.addEvent(contract.Event{Event: contract.EventLimit, Limit: limit, Text: text, Turn: s.state.Turns})
+	sum := s.summary(ctx, contract.StatusLimit, "")
+	sum.Limit = limit
+	sum.Reason = text
+	return sum
+}
+
+func (s *session) cancelledSummary(ctx workflow.Context) contract.Summary {
+	sum := s.summary(ctx, contract.StatusCancelled, "")
+	sum.Reason = "cancelled by the user"
+	if r := s.cancelReq; r != nil && r.Reason != "" {
+		sum.Reason = "cancelled: " + r.Reason
+	}
+	s.state.Pending = append(s.state.Pending, contract.Message{
+		Role: contract.RoleUser, Note: "cancelled", Content: "[keel] " + sum.Reason + ". The session ended here.",
+	})
+	return sum
+}
+
+func (s *session) failedSummary(ctx workflow.Context, f *contract.Failure) contract.Summary {
+	sum := s.summary(ctx, contract.StatusFailed, f.Partial)
+	sum.Reason = f.Reason
+	sum.Class = f.Class
+	return sum
+}
+
+func (s *session) summary(ctx workflow.Context, status, answer string) contract.Summary {
+	info := workflow.GetInfo(ctx)
+	c := s.state.Counters
+	return contract.Summary{
+		Status:          status,
+		WorkflowID:      info.WorkflowExecution.ID,
+		RunID:           info.WorkflowExecution.RunID,
+		Turns:           s.state.Turns,
+		ToolCalls:       c.ToolCalls,
+		BlockedCalls:    c.BlockedCalls,
+		GatewayCalls:    c.GatewayCalls,
+		GatewayAttempts: c.GatewayAttempts,
+		Tokens:          s.state.Usage.Total(),
+		Answer:          answer,
+	}
+}
+
+// setDetails keeps the Web UI's current details readable: state, turns, tokens.
+func (s *session) setDetails(ctx workflow.Context, state string) {
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s**\n\nturns: %d · tokens: %d · tool calls: %d · model attempts: %d",
+		state, s.state.Turns, s.state.Usage.Total(), s.state.Counters.ToolCalls, s.state.Counters.GatewayAttempts))
+}
+
+func (s *session) upsertSearch(ctx workflow.Context) {
+	_ = workflow.UpsertTypedSearchAttributes(ctx,
+		contract.StatusKey.ValueSet(s.status),
+		contract.TurnsKey.ValueSet(int64(s.state.Turns)),
+		contract.TokensKey.ValueSet(s.state.Usage.Total()),
+		contract.PendingEscalationKey.ValueSet(s.escalation != nil && s.escalation.Answer == nil),
+	)
+}

@@ -1,0 +1,93 @@
+// Package workflows holds Keel's two workflows: AgentSession (one per task) and AgentTurn (one per
+// turn). Both are deterministic: they do no I/O, read no wall clock, iterate no maps, and log only
+// through workflow.GetLogger. Everything that touches the world is an activity.
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/keelrun/keel/contract"
+)
+
+// Timeouts of the activities. Heartbeat timeouts are short because cancellation reaches an
+// activity only through its heartbeats (the SDK sends one at most every 80 % of the timeout).
+const (
+	modelCallTimeout      = 10 * time.Minute
+	modelHeartbeatTimeout = 2 * time.Second
+	toolHeartbeatTimeout  = time.Second
+	defaultCommandTimeout = 60 * time.Second
+	notifyTimeout         = 30 * time.Second
+)
+
+// modelRetryBackstop bounds the attempts of one model call. The activity decides every retry itself
+// (class caps, jittered wait as NextRetryDelay); this only guards against a bug there.
+const modelRetryBackstop = 8
+
+func modelCallOptions(turn int) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: modelCallTimeout,
+		HeartbeatTimeout:    modelHeartbeatTimeout,
+		WaitForCancellation: true,
+		Summary:             fmt.Sprintf("model call, turn %d", turn),
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        400 * time.Millisecond,
+			BackoffCoefficient:     2,
+			MaximumInterval:        8 * time.Second,
+			MaximumAttempts:        modelRetryBackstop,
+			NonRetryableErrorTypes: []string{"ToolNotRetryable"},
+		},
+	}
+}
+
+// toolOptions gives a tool activity exactly one attempt: a write may already have happened.
+func toolOptions(call contract.ToolCall, policy contract.ToolPolicy) workflow.ActivityOptions {
+	timeout := policy.CommandTimeout
+	if timeout <= 0 {
+		timeout = defaultCommandTimeout
+	}
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: timeout + 30*time.Second,
+		HeartbeatTimeout:    toolHeartbeatTimeout,
+		WaitForCancellation: true,
+		Summary:             toolSummary(call),
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+	}
+}
+
+func notifyOptions(channel string) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: notifyTimeout,
+		Summary:             "escalation notice via " + channel,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 5,
+		},
+	}
+}
+
+// toolSummary is what a person reads in the Web UI for a tool activity: "write_file calc.go".
+func toolSummary(call contract.ToolCall) string {
+	var args map[string]any
+	if json.Unmarshal([]byte(call.Arguments), &args) != nil {
+		return call.Name
+	}
+	for _, key := range []string{"path", "command", "pattern"} {
+		if v, ok := args[key].(string); ok && v != "" {
+			return clip(call.Name+" "+v, 120)
+		}
+	}
+	return call.Name
+}
+
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}

@@ -1,0 +1,246 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/toolspec"
+)
+
+// AgentSession runs one task: turns as AgentTurn child workflows until the model answers without
+// tool calls, a limit trips, a person stops it, or a failure it cannot fix is surfaced.
+func AgentSession(ctx workflow.Context, in contract.SessionInput) (contract.Summary, error) {
+	s := newSession(ctx, in)
+	if err := s.registerHandlers(ctx); err != nil {
+		return contract.Summary{}, fmt.Errorf("registering session handlers: %w", err)
+	}
+	return s.run(ctx)
+}
+
+// session is the state of one AgentSession run.
+type session struct {
+	in     contract.SessionInput
+	state  contract.SessionState
+	tools  []contract.ToolSpec
+	status string
+	events []contract.Event
+	sinks  []string
+	// repeat and repairs carry repeat detection and repair counts from turn to turn.
+	repeat  contract.RepeatState
+	repairs map[string]int
+
+	cancelReq *contract.CancelRequest
+	// cancelTurn cancels the turn in flight, if any.
+	cancelTurn workflow.CancelFunc
+
+	escalation *contract.Escalation
+	escalSeq   int
+	approval   *contract.Approval
+	decision   *contract.ApprovalDecision
+}
+
+func newSession(ctx workflow.Context, in contract.SessionInput) *session {
+	s := &session{in: in, status: contract.StatusRunning, sinks: in.Sinks, repairs: map[string]int{}}
+	if in.Carry != nil {
+		s.state = *in.Carry
+	} else {
+		s.state.StartedAt = workflow.Now(ctx)
+		s.state.Pending = initialMessages(in)
+	}
+	s.tools = toolspec.Builtin()
+	return s
+}
+
+func initialMessages(in contract.SessionInput) []contract.Message {
+	var msgs []contract.Message
+	if in.SystemPrompt != "" {
+		msgs = append(msgs, contract.Message{Role: contract.RoleSystem, Content: in.SystemPrompt})
+	}
+	return append(msgs, contract.Message{Role: contract.RoleUser, Content: in.Task})
+}
+
+func (s *session) run(ctx workflow.Context) (contract.Summary, error) {
+	logger := workflow.GetLogger(ctx)
+	deadline, stopTimer := s.startDurationTimer(ctx)
+	defer stopTimer()
+
+	for {
+		if sum, done := s.checkLimits(ctx); done {
+			return s.finish(ctx, sum)
+		}
+		if s.cancelReq != nil || ctx.Err() != nil {
+			return s.finish(ctx, s.cancelledSummary(ctx))
+		}
+		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			return contract.Summary{}, s.continueAsNew(ctx)
+		}
+
+		turn := s.state.Turns + 1
+		s.setDetails(ctx, fmt.Sprintf("turn %d running", turn))
+		res, outcome := s.runTurn(ctx, turn, deadline)
+		switch outcome {
+		case turnCancelled:
+			return s.finish(ctx, s.cancelledSummary(ctx))
+		case turnTimedOut:
+			return s.finish(ctx, s.limitSummary(ctx, contract.LimitDuration))
+		}
+		s.absorb(ctx, turn, res)
+		logger.Info("turn finished", "turn", turn, "final", res.Final, "tokens", s.state.Usage.Total())
+
+		switch {
+		case res.Failure != nil:
+			s.raiseNotice(ctx, res.Failure)
+			return s.finish(ctx, s.failedSummary(ctx, res.Failure))
+		case res.Escalate != nil:
+			if sum, done := s.escalate(ctx, res.Escalate); done {
+				return s.finish(ctx, sum)
+			}
+		case res.Final:
+			return s.finish(ctx, s.summary(ctx, contract.StatusCompleted, res.Answer))
+		}
+	}
+}
+
+// turnOutcome says how the race between a turn, the duration timer and a cancel ended.
+type turnOutcome int
+
+const (
+	turnDone turnOutcome = iota
+	turnCancelled
+	turnTimedOut
+)
+
+// runTurn runs one AgentTurn child and races it against the duration deadline and a cancel.
+// When either wins, the child is cancelled and awaited, so the session reports only once the
+// tool's process group and the model stream are really gone.
+func (s *session) runTurn(ctx workflow.Context, turn int, deadline workflow.Future) (contract.TurnResult, turnOutcome) {
+	childCtx, cancel := workflow.WithCancel(ctx)
+	s.cancelTurn = cancel
+	defer func() { s.cancelTurn = nil }()
+	childCtx = workflow.WithChildOptions(childCtx, workflow.ChildWorkflowOptions{
+		WorkflowID:          contract.TurnWorkflowID(workflow.GetInfo(ctx).WorkflowExecution.ID, turn),
+		WaitForCancellation: true,
+		ParentClosePolicy:   enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
+		StaticSummary:       fmt.Sprintf("turn %d", turn),
+	})
+	fut := workflow.ExecuteChildWorkflow(childCtx, contract.TurnWorkflow, s.turnInput(ctx, turn))
+
+	outcome := turnDone
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(fut, func(workflow.Future) {})
+	if deadline != nil {
+		sel.AddFuture(deadline, func(workflow.Future) { outcome = turnTimedOut })
+	}
+	sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) { outcome = turnCancelled })
+	sel.Select(ctx)
+	if outcome == turnDone && s.cancelReq != nil {
+		outcome = turnCancelled
+	}
+	if outcome != turnDone || !fut.IsReady() {
+		cancel()
+	}
+
+	var res contract.TurnResult
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	err := fut.Get(dctx, &res)
+	switch {
+	case s.cancelReq != nil || ctx.Err() != nil:
+		return res, turnCancelled
+	case outcome == turnTimedOut:
+		return res, turnTimedOut
+	case err != nil:
+		var ce *temporal.CanceledError
+		if errors.As(err, &ce) {
+			return res, turnCancelled
+		}
+		return contract.TurnResult{Failure: &contract.Failure{Class: contract.ClassUnknown, Reason: "the turn failed: " + err.Error()}}, turnDone
+	}
+	return res, turnDone
+}
+
+func (s *session) turnInput(ctx workflow.Context, turn int) contract.TurnInput {
+	return contract.TurnInput{
+		SessionID: workflow.GetInfo(ctx).WorkflowExecution.ID,
+		Turn:      turn,
+		Head:      s.state.Head,
+		Pending:   s.state.Pending,
+		Tools:     s.tools,
+		Model:     s.in.Model,
+		Workdir:   s.in.Workdir,
+		Policy:    s.in.Policy,
+		Retry:     s.in.Retry,
+		Sinks:     s.sinks,
+		Inject:    s.in.Inject,
+		Repeat:    s.repeat,
+		Repairs:   s.repairs,
+	}
+}
+
+// absorb folds a turn's result into the session's ledger.
+func (s *session) absorb(ctx workflow.Context, turn int, res contract.TurnResult) {
+	s.state.Turns = turn
+	if res.Head != "" {
+		s.state.Head = res.Head
+		s.state.Pending = res.Pending
+	}
+	s.state.Usage = s.state.Usage.Add(res.Usage)
+	s.state.Counters = s.state.Counters.Add(res.Counters)
+	s.repeat = res.Repeat
+	if res.Repairs != nil {
+		s.repairs = res.Repairs
+	}
+	for _, e := range res.Events {
+		s.addEvent(e)
+	}
+	s.upsertSearch(ctx)
+}
+
+// continueAsNew starts a fresh run with the same state once the server suggests it, after every
+// handler has finished.
+func (s *session) continueAsNew(ctx workflow.Context) error {
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	next := s.in
+	st := s.state
+	next.Carry = &st
+	next.Sinks = s.sinks
+	return workflow.NewContinueAsNewError(ctx, contract.SessionWorkflow, next)
+}
+
+// finish waits for handlers and stamps the final status everywhere a person looks.
+func (s *session) finish(ctx workflow.Context, sum contract.Summary) (contract.Summary, error) {
+	s.status = sum.Status
+	s.upsertSearch(ctx)
+	s.setDetails(ctx, fmt.Sprintf("%s after %d turns", sum.Status, sum.Turns))
+	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+	return sum, nil
+}
+
+func (s *session) addEvent(e contract.Event) {
+	e.Seq = len(s.events) + 1
+	s.events = append(s.events, e)
+}
+
+// startDurationTimer returns a future that fires when the session's duration limit is reached,
+// or nil when there is no limit.
+func (s *session) startDurationTimer(ctx workflow.Context) (workflow.Future, func()) {
+	if s.in.Limits.MaxDuration <= 0 {
+		return nil, func() {}
+	}
+	left := s.in.Limits.MaxDuration - workflow.Now(ctx).Sub(s.state.StartedAt)
+	if left < time.Millisecond {
+		left = time.Millisecond
+	}
+	tctx, cancel := workflow.WithCancel(ctx)
+	f := workflow.NewTimerWithOptions(tctx, left, workflow.TimerOptions{
+		Summary: fmt.Sprintf("duration limit %s", s.in.Limits.MaxDuration),
+	})
+	return f, cancel
+}

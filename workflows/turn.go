@@ -1,0 +1,134 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/keelrun/keel/contract"
+)
+
+// AgentTurn is one turn: one model call, then each requested tool call in order through the gates
+// (schema, repeat detection, policy), a single-attempt tool activity, and a feedback message.
+func AgentTurn(ctx workflow.Context, in contract.TurnInput) (contract.TurnResult, error) {
+	t := &turn{in: in, repeat: in.Repeat, repairs: copyCounts(in.Repairs)}
+	return t.run(ctx)
+}
+
+// turn is the state of one AgentTurn.
+type turn struct {
+	in       contract.TurnInput
+	res      contract.TurnResult
+	repeat   contract.RepeatState
+	repairs  map[string]int
+	feedback []contract.Message
+}
+
+func (t *turn) run(ctx workflow.Context) (contract.TurnResult, error) {
+	resp, err := t.callModel(ctx)
+	if err != nil {
+		return t.res, err
+	}
+	if t.res.Failure != nil {
+		return t.res, nil
+	}
+	t.res.Head = resp.Head
+	calls := resp.Message.ToolCalls
+	if len(calls) == 0 {
+		t.res.Final = true
+		t.res.Answer = resp.Message.Content
+		return t.finish(), nil
+	}
+	for i, call := range calls {
+		if ctx.Err() != nil {
+			return t.res, temporal.NewCanceledError()
+		}
+		if err := t.handleCall(ctx, call); err != nil {
+			return t.res, err
+		}
+		if t.res.Escalate != nil {
+			t.skipRest(calls[i+1:])
+			break
+		}
+	}
+	return t.finish(), nil
+}
+
+// callModel runs the CallModel activity. A surfaced failure becomes res.Failure; a cancellation is
+// returned as an error.
+func (t *turn) callModel(ctx workflow.Context) (contract.ModelResponse, error) {
+	actx := workflow.WithActivityOptions(ctx, modelCallOptions(t.in.Turn))
+	req := contract.ModelRequest{
+		SessionID: t.in.SessionID, Turn: t.in.Turn, Head: t.in.Head, Append: t.in.Pending,
+		Tools: t.in.Tools, Model: t.in.Model, Retry: t.in.Retry, Sinks: t.in.Sinks, Inject: t.in.Inject,
+	}
+	var resp contract.ModelResponse
+	err := workflow.ExecuteActivity(actx, contract.CallModelActivity, req).Get(actx, &resp)
+	t.res.Counters.GatewayCalls = 1
+	if err == nil {
+		t.res.Counters.GatewayAttempts = resp.Attempt
+		t.res.Usage = resp.Usage
+		return resp, nil
+	}
+	if ctx.Err() != nil || isCanceled(err) {
+		return resp, temporal.NewCanceledError()
+	}
+	f := modelFailure(err)
+	t.res.Counters.GatewayAttempts = max(f.Attempts, 1)
+	t.res.Failure = &f
+	t.res.Head, t.res.Pending = t.in.Head, t.in.Pending
+	return resp, nil
+}
+
+// modelFailure reads the Failure the CallModel activity attached to its error.
+func modelFailure(err error) contract.Failure {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.Type() == contract.ModelErrorType {
+		var f contract.Failure
+		if app.Details(&f) == nil && f.Class != "" {
+			return f
+		}
+	}
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) {
+		return contract.Failure{Class: contract.ClassTransport, Reason: "the model call timed out", Attempts: modelRetryBackstop}
+	}
+	return contract.Failure{Class: contract.ClassUnknown, Reason: "the model call failed: " + err.Error(), Attempts: 1}
+}
+
+func isCanceled(err error) bool {
+	var ce *temporal.CanceledError
+	return errors.As(err, &ce)
+}
+
+// finish returns the turn's result: its messages in order after the assistant message.
+func (t *turn) finish() contract.TurnResult {
+	t.res.Pending = t.feedback
+	t.res.Repeat = t.repeat
+	t.res.Repairs = t.repairs
+	return t.res
+}
+
+// reply records the message that answers one tool call.
+func (t *turn) reply(call contract.ToolCall, content string, isError bool) {
+	t.feedback = append(t.feedback, contract.Message{
+		Role: contract.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: content, IsError: isError,
+	})
+}
+
+// skipRest answers the calls after an escalation so the transcript stays well-formed.
+func (t *turn) skipRest(calls []contract.ToolCall) {
+	for _, c := range calls {
+		t.reply(c, fmt.Sprintf("%s was not run: an earlier call in this turn needs a person's decision first; nothing was changed. Send it again if it is still needed.", c.Name), true)
+	}
+}
+
+func copyCounts(m map[string]int) map[string]int {
+	if m == nil {
+		return map[string]int{}
+	}
+	return maps.Clone(m)
+}

@@ -1,0 +1,136 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/toolspec"
+)
+
+// anyTool is the repairs key that counts consecutive rejected calls of any tool.
+const anyTool = "*"
+
+// repeatThreshold is the identical call that is not run; one more after that feedback escalates.
+const repeatThreshold = 3
+
+// handleCall takes one tool call through the gates in order: schema, repeat detection, policy,
+// then the tool activity. Every refusal answers the call with feedback the model can act on.
+func (t *turn) handleCall(ctx workflow.Context, call contract.ToolCall) error {
+	spec, known := toolspec.Lookup(t.in.Tools, call.Name)
+	if !known {
+		t.noteRepeat(call)
+		t.rejectArgs(call, toolspec.UnknownToolFeedback(call.Name, toolspec.Names(t.in.Tools)))
+		return nil
+	}
+	if p := toolspec.Validate(spec, call.Arguments); p != nil {
+		t.noteRepeat(call)
+		t.rejectArgs(call, p.Feedback(call.Name, t.repairsLeft(call.Name)-1))
+		return nil
+	}
+	t.repairs[call.Name], t.repairs[anyTool] = 0, 0
+
+	if n := t.noteRepeat(call); n >= repeatThreshold {
+		t.blockRepeat(call, n)
+		return nil
+	}
+	if why := t.policyRefusal(call); why != "" {
+		text := toolspec.PolicyDeniedFeedback(call.Name, why)
+		t.reply(call, text, true)
+		t.escalateCall(contract.ReasonPolicy, call, "a call outside the tool policy: "+why, text)
+		return nil
+	}
+	return t.runTool(ctx, call)
+}
+
+// runTool runs the single-attempt tool activity and feeds its result back.
+func (t *turn) runTool(ctx workflow.Context, call contract.ToolCall) error {
+	actx := workflow.WithActivityOptions(ctx, toolOptions(call, t.in.Policy))
+	req := contract.ToolRequest{
+		SessionID: t.in.SessionID, Turn: t.in.Turn, Call: call, Workdir: t.in.Workdir,
+		Policy: t.in.Policy, Sinks: t.in.Sinks, Inject: t.in.Inject,
+	}
+	var res contract.ToolResult
+	err := workflow.ExecuteActivity(actx, contract.RunToolActivity, req).Get(actx, &res)
+	t.res.Counters.ToolCalls++
+	if err != nil {
+		if ctx.Err() != nil || isCanceled(err) {
+			return temporal.NewCanceledError()
+		}
+		// The worker died or the activity timed out mid-call: the outcome is unknown, and the call
+		// is never run again by Temporal.
+		t.reply(call, toolspec.OutcomeUnknownFeedback(call.Name, call.Arguments), true)
+		return nil
+	}
+	t.reply(call, res.Content, res.IsError)
+	switch {
+	case toolspec.IsPolicyViolation(res):
+		t.escalateCall(contract.ReasonPolicy, call, "a call outside the tool policy", res.Content)
+	case res.Fatal:
+		t.escalateCall(contract.ReasonFatalTool, call, call.Name+" hit an error the model cannot fix", res.Content)
+	}
+	return nil
+}
+
+// repairsLeft is how many more invalid calls this tool may make before a person is asked.
+func (t *turn) repairsLeft(tool string) int {
+	return contract.RepairCap - max(t.repairs[tool], t.repairs[anyTool])
+}
+
+// rejectArgs answers a call whose arguments cannot be used, and escalates once the repair cap is
+// spent: self-correction is the first line, a person the last.
+func (t *turn) rejectArgs(call contract.ToolCall, feedback string) {
+	t.repairs[call.Name]++
+	t.repairs[anyTool]++
+	t.reply(call, feedback, true)
+	t.res.Events = append(t.res.Events, contract.Event{Event: contract.EventBlocked, Turn: t.in.Turn, Tool: call.Name, CallID: call.ID, Text: feedback})
+	if t.repairsLeft(call.Name) < 0 {
+		t.escalateCall(contract.ReasonRepairCap, call,
+			fmt.Sprintf("the model sent invalid arguments %d times in a row", max(t.repairs[call.Name], t.repairs[anyTool])), feedback)
+	}
+}
+
+// noteRepeat updates repeat detection (consecutive identical calls, compared as text) and returns
+// how many times in a row this call has now been made.
+func (t *turn) noteRepeat(call contract.ToolCall) int {
+	key := toolspec.RepeatKey(call)
+	if key == t.repeat.Key {
+		t.repeat.Count++
+	} else {
+		t.repeat = contract.RepeatState{Key: key, Count: 1}
+	}
+	return t.repeat.Count
+}
+
+// blockRepeat refuses a spinning call without running it; a loop that goes on after that feedback
+// is handed to a person.
+func (t *turn) blockRepeat(call contract.ToolCall, n int) {
+	text := toolspec.RepeatFeedback(call.Name, n)
+	t.reply(call, text, true)
+	t.res.Counters.BlockedCalls++
+	t.res.Events = append(t.res.Events, contract.Event{Event: contract.EventBlocked, Turn: t.in.Turn, Tool: call.Name, CallID: call.ID, Text: text})
+	if n > repeatThreshold {
+		t.escalateCall(contract.ReasonLoop, call, fmt.Sprintf("the model repeated the same %s call %d times, even after being told to change approach", call.Name, n), text)
+	}
+}
+
+// policyRefusal says why the policy refuses the call, or "" when it may run.
+func (t *turn) policyRefusal(call contract.ToolCall) string {
+	if slices.Contains(t.in.Policy.Deny, call.Name) {
+		return "the tool " + call.Name + " is on the deny list"
+	}
+	return ""
+}
+
+func (t *turn) escalateCall(reason string, call contract.ToolCall, summary, lastError string) {
+	t.res.Escalate = &contract.EscalationRequest{
+		Reason:    reason,
+		Summary:   summary,
+		LastError: lastError,
+		Calls:     []contract.ToolCall{call},
+		Tried:     []string{fmt.Sprintf("turn %d: %s %s", t.in.Turn, call.Name, clip(call.Arguments, 200))},
+	}
+}
