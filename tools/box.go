@@ -2,6 +2,9 @@
 // package toolspec and runs inside tool activities, which get exactly one attempt: a write may
 // already have happened, so a failure is never retried but returned to the model as a result that
 // says whether anything changed and what to do next.
+//
+// run_command starts programs in their own process groups and stops a group as a whole, so the
+// package builds on Unix systems only.
 package tools
 
 import (
@@ -47,6 +50,9 @@ type RunOptions struct {
 
 // Run executes one tool call. It never fails in the Go sense: every failure is a result with
 // IsError set, Content written for the model and Changed saying whether anything changed.
+// A command that ran counts as a change (Changed true, whatever its exit status), because nothing
+// tells what it touched. Cancelling ctx stops a running command's whole process group; the
+// activity that calls Run must heartbeat for the cancellation to reach ctx.
 func (b *Box) Run(ctx context.Context, call contract.ToolCall, opt RunOptions) contract.ToolResult {
 	specs := toolspec.Builtin()
 	spec, ok := toolspec.Lookup(specs, call.Name)
