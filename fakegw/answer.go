@@ -66,7 +66,7 @@ func (s *Server) answerStream(w http.ResponseWriter, r *http.Request, wf wire, p
 	s.stats.update(idx, func(rec *Record) {
 		rec.Status, rec.Fault = http.StatusOK, f.Name
 		rec.Tools, rec.Final = callNames(p.Reply.Calls), p.Reply.final() && p.Reply.Refusal == ""
-		rec.Disconnected = gone
+		rec.Disconnected = false
 		if gone || f.Kind == faultTruncated || f.Kind == faultTruncatedStart {
 			rec.Partial = st.text.String()
 		}
