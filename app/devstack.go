@@ -21,6 +21,8 @@ type Stack struct {
 	// DBFile is where the started server keeps its state.
 	DBFile  string
 	Gateway *fakegw.Server
+	// gatewayURL is a fake gateway that was already running.
+	gatewayURL string
 }
 
 // StartStack brings up what the dev stack lacks. A server that already answers on the configured
@@ -43,6 +45,11 @@ func StartStack(ctx context.Context, cfg config.Config, progress io.Writer) (*St
 		}
 		st.Server = srv
 	}
+	if cfg.Gateway.BaseURL != "" {
+		// A fake gateway already runs elsewhere (gateway.base_url names it): use that one.
+		st.gatewayURL = cfg.Gateway.BaseURL
+		return st, nil
+	}
 	gw := fakegw.New(fakegw.Options{})
 	if err := gw.Start("127.0.0.1:0"); err != nil {
 		st.Close()
@@ -54,6 +61,9 @@ func StartStack(ctx context.Context, cfg config.Config, progress io.Writer) (*St
 
 // GatewayURL is the base URL the configured provider's client uses to reach the fake gateway.
 func (s *Stack) GatewayURL(provider string) string {
+	if s.gatewayURL != "" {
+		return s.gatewayURL
+	}
 	return FakeGatewayURL(s.Gateway, provider)
 }
 

@@ -37,7 +37,7 @@
 #   KEEL_CLUSTER_TEMPORAL_PORT  Temporal frontend gRPC port (default 7233); the server's other ports
 #                               are derived from it
 #   KEEL_CLUSTER_GATEWAY_PORT   fake gateway port (default 8089)
-#   KEEL_CLUSTER_METRICS_PORT   first worker's metrics port (default 9091; the second gets +1)
+#   KEEL_CLUSTER_METRICS_PORT   first worker's metrics port (default 9464; the next gets +1)
 #   KEEL_CLUSTER_WORKERS        number of workers (default 2)
 #   KEEL_CLUSTER_TIMEOUT        seconds to wait for each process to become ready (default 90)
 #

@@ -14,7 +14,7 @@ import (
 // answer records a parsed request, then writes its reply or its injected fault.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, wf wire, t transcript, body []byte) {
 	mode := strings.TrimSpace(r.Header.Get(contract.InjectHeader))
-	sum := sha256.Sum256(append([]byte(r.URL.Path+"\n"), body...))
+	sum := sha256.Sum256(append([]byte(r.URL.Path+"\n"+mode+"\n"), body...))
 	rec := Record{
 		Path: r.URL.Path, Format: wf.name(), Mode: mode, Hash: hex.EncodeToString(sum[:]),
 		First:  !t.hasAssistant(),
@@ -66,7 +66,7 @@ func (s *Server) answerStream(w http.ResponseWriter, r *http.Request, wf wire, p
 	s.stats.update(idx, func(rec *Record) {
 		rec.Status, rec.Fault = http.StatusOK, f.Name
 		rec.Tools, rec.Final = callNames(p.Reply.Calls), p.Reply.final() && p.Reply.Refusal == ""
-		rec.Disconnected = false
+		rec.Disconnected = gone
 		if gone || f.Kind == faultTruncated || f.Kind == faultTruncatedStart {
 			rec.Partial = st.text.String()
 		}

@@ -343,3 +343,89 @@ func TestBadArgsUntilAPersonSpeaks(t *testing.T) {
 		})
 	}
 }
+
+func TestDecideFromTranscript(t *testing.T) {
+	odd := call{ID: "w1", Name: "write_file", Args: `{ "content": "x",  "path": "calc.go" }`}
+	user := message{Role: "user", Text: "Fix it."}
+	cases := []struct {
+		name  string
+		mode  string
+		msgs  []message
+		want  []call // nil for a final answer
+		final string
+	}{
+		{
+			name: "retry as is re-sends the exact argument text",
+			msgs: []message{user, {Role: "assistant", Calls: []call{odd}},
+				{Role: "tool", CallID: "w1", IsError: true, Text: "Write failed. The file is unchanged; retry as is."}},
+			want: []call{{Name: odd.Name, Args: odd.Args}},
+		},
+		{
+			name: "other errors move on",
+			msgs: []message{user, {Role: "assistant", Calls: []call{{ID: "l1", Name: "list_dir", Args: `{"path":"."}`}}},
+				{Role: "tool", CallID: "l1", IsError: true, Text: "The directory could not be listed; nothing changed."}},
+			want: []call{demoScript[1].Call},
+		},
+		{
+			name: "loop concludes when told to change approach",
+			mode: ModeLoop,
+			msgs: []message{user, {Role: "assistant", Calls: []call{{ID: "r1", Name: "read_file", Args: `{"path":"calc.go"}`}}},
+				{Role: "tool", CallID: "r1", Text: "You have repeated this call; change approach or conclude."}},
+			final: answerLoop,
+		},
+		{
+			name: "a person's message after other text ends bad arguments",
+			mode: ModeBadArgs,
+			msgs: []message{user, {Role: "assistant", Calls: []call{{ID: "b1", Name: "list_dir", Args: `{"pa`}}},
+				{Role: "tool", CallID: "b1", Text: "Invalid JSON."}, {Role: "user", Text: "Note.\n" + contract.PersonPrefix + "Use valid JSON."}},
+			want: []call{demoScript[0].Call},
+		},
+		{
+			name: "unavailable without a fallback keeps trying",
+			mode: ModeBreaker,
+			msgs: []message{user, {Role: "assistant", Calls: []call{flakyWithID(1)}},
+				{Role: "tool", CallID: "f1", Text: "flaky_lookup is unavailable."}},
+			want: []call{flaky(2)},
+		},
+		{
+			name:  "the last test run failing changes the answer",
+			msgs:  finishedScript(user, "FAIL\texample.com/calc"),
+			final: answerFailed,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := decide(tc.mode, transcript{Messages: tc.msgs})
+			if tc.want == nil {
+				if !r.final() || r.Text != tc.final {
+					t.Fatalf("reply %+v, want final %q", r, tc.final)
+				}
+				return
+			}
+			if len(r.Calls) != len(tc.want) || r.Calls[0].Name != tc.want[0].Name || r.Calls[0].Args != tc.want[0].Args {
+				t.Fatalf("calls %+v, want %+v", r.Calls, tc.want)
+			}
+		})
+	}
+}
+
+func flakyWithID(n int) call {
+	c := flaky(n)
+	c.ID = fmt.Sprintf("f%d", n)
+	return c
+}
+
+// finishedScript is a transcript in which every script step ran; the last test run printed out.
+func finishedScript(user message, out string) []message {
+	msgs := []message{user}
+	for i, s := range demoScript {
+		c := s.Call
+		c.ID = fmt.Sprintf("s%d", i)
+		text := "done"
+		if i == len(demoScript)-1 {
+			text = out
+		}
+		msgs = append(msgs, message{Role: "assistant", Calls: []call{c}}, message{Role: "tool", CallID: c.ID, Text: text})
+	}
+	return msgs
+}

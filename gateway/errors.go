@@ -14,6 +14,7 @@ type TruncatedError struct {
 	Err error
 }
 
+// Error describes the failure for logs.
 func (e *TruncatedError) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("%s stream ended without its terminator: %v", e.Provider, e.Err)
@@ -21,6 +22,7 @@ func (e *TruncatedError) Error() string {
 	return fmt.Sprintf("%s stream ended without its terminator", e.Provider)
 }
 
+// Unwrap exposes the underlying error, so errors.Is and errors.As see through it.
 func (e *TruncatedError) Unwrap() error { return e.Err }
 
 // Truncated reports true, so callers can ask the question without naming the type.
@@ -34,6 +36,7 @@ type SchemaError struct {
 	Err      error
 }
 
+// Error describes the failure for logs.
 func (e *SchemaError) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("%s reply has an unexpected shape: %s: %v", e.Provider, e.Detail, e.Err)
@@ -41,6 +44,7 @@ func (e *SchemaError) Error() string {
 	return fmt.Sprintf("%s reply has an unexpected shape: %s", e.Provider, e.Detail)
 }
 
+// Unwrap exposes the underlying error, so errors.Is and errors.As see through it.
 func (e *SchemaError) Unwrap() error { return e.Err }
 
 // RefusalError reports that the model declined the request. Retrying would get the same answer;
@@ -51,6 +55,7 @@ type RefusalError struct {
 	Reason string
 }
 
+// Error describes the refusal for logs.
 func (e *RefusalError) Error() string {
 	return fmt.Sprintf("%s model refused: %s", e.Provider, e.Reason)
 }
@@ -66,8 +71,10 @@ type StatusError struct {
 	Err  error
 }
 
+// Error describes the failure for logs.
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("%s gateway answered HTTP %d: %v", e.Provider, e.StatusCode, e.Err)
 }
 
+// Unwrap exposes the underlying error, so errors.Is and errors.As see through it.
 func (e *StatusError) Unwrap() error { return e.Err }

@@ -78,6 +78,7 @@ type doneWatcher struct {
 // doneLineMax is longer than any form of the terminator line, so longer lines are cut short.
 const doneLineMax = 16
 
+// Read reads from the body and watches the lines that pass.
 func (w *doneWatcher) Read(p []byte) (int, error) {
 	n, err := w.rc.Read(p)
 	for _, b := range p[:n] {
@@ -95,6 +96,7 @@ func (w *doneWatcher) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Close closes the body, which drops the connection if it was not read to the end.
 func (w *doneWatcher) Close() error { return w.rc.Close() }
 
 // endLine checks the finished line for the terminator.

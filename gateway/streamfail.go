@@ -11,9 +11,10 @@ import (
 )
 
 // streamFailure turns the error that ended a stream into one Classify can sort: a cancellation
-// while the context is done, the SDK's typed API error as is, an untyped error status as a
-// StatusError, an error event inside the stream as is, a body that does not decode as a SchemaError, and a read error after the stream
-// began as a TruncatedError. Connection errors before any response pass through wrapped.
+// while the context is done; the SDK's typed API error, or an error event inside the stream, as
+// is; an untyped error status as a StatusError; a body that does not decode as a SchemaError;
+// and a read error after the stream began as a TruncatedError. Connection errors before any
+// response pass through wrapped.
 func streamFailure(ctx context.Context, provider string, x *exchange, err error) error {
 	var (
 		oe  *openai.Error

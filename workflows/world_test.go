@@ -1,0 +1,264 @@
+package workflows_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/workflows"
+)
+
+// reply is one scripted answer of the model: tool calls, or a final text, or an error.
+type reply struct {
+	calls   []contract.ToolCall
+	text    string
+	usage   contract.Usage
+	attempt int
+	err     error
+	// delay is how long the call takes on the workflow clock.
+	delay time.Duration
+}
+
+// notice is one escalation notice as a channel received it, stamped with the workflow clock.
+type notice struct {
+	req contract.NotifyRequest
+	at  time.Time
+}
+
+// world is everything outside the workflows, as they see it through their activities: a scripted
+// model, tools that answer "ok" unless told otherwise, and notice channels. It records every
+// request so tests can assert what the workflows asked for.
+type world struct {
+	t   *testing.T
+	env *testsuite.TestWorkflowEnvironment
+
+	mu        sync.Mutex
+	script    []reply
+	modelReqs []contract.ModelRequest
+	toolReqs  []contract.ToolRequest
+	notices   []notice
+	// started and cancelled list activity types as the test environment started or cancelled them.
+	started, cancelled []string
+	// tool answers a tool call; nil answers every call with a plain success.
+	tool func(contract.ToolRequest) contract.ToolResult
+	// toolDelay is how long every tool call takes on the workflow clock.
+	toolDelay time.Duration
+}
+
+// newWorld builds a test environment with both workflows registered under their contract names and
+// the three activities served by the world.
+func newWorld(t *testing.T, script ...reply) *world {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	// Only warnings reach the test's output: the SDK's debug lines would bury a failure.
+	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(30 * time.Second)
+	w := &world{t: t, env: env, script: script}
+
+	env.RegisterWorkflowWithOptions(workflows.AgentSession, workflow.RegisterOptions{Name: contract.SessionWorkflow})
+	env.RegisterWorkflowWithOptions(workflows.AgentTurn, workflow.RegisterOptions{Name: contract.TurnWorkflow})
+	env.RegisterActivityWithOptions(w.callModel, activity.RegisterOptions{Name: contract.CallModelActivity})
+	env.RegisterActivityWithOptions(w.runTool, activity.RegisterOptions{Name: contract.RunToolActivity})
+	env.RegisterActivityWithOptions(w.notify, activity.RegisterOptions{Name: contract.NotifyActivity})
+
+	// The mocks delegate to the same functions; they exist so that a call can take time on the
+	// workflow clock (which the test environment skips) instead of on the wall clock.
+	env.OnActivity(contract.CallModelActivity, mock.Anything, mock.Anything).AfterFn(w.nextModelDelay).Return(w.callModel).Maybe()
+	env.OnActivity(contract.RunToolActivity, mock.Anything, mock.Anything).AfterFn(func() time.Duration { return w.toolDelay }).Return(w.runTool).Maybe()
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.started = append(w.started, info.ActivityType.Name)
+	})
+	env.SetOnActivityCanceledListener(func(info *activity.Info) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.cancelled = append(w.cancelled, info.ActivityType.Name)
+	})
+	return w
+}
+
+// activities returns the activity types started and cancelled so far, in order.
+func (w *world) activities() (started, cancelled []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.started...), append([]string(nil), w.cancelled...)
+}
+
+func (w *world) nextModelDelay() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n := len(w.modelReqs); n < len(w.script) {
+		return w.script[n].delay
+	}
+	return 0
+}
+
+func (w *world) callModel(_ context.Context, req contract.ModelRequest) (contract.ModelResponse, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.modelReqs = append(w.modelReqs, req)
+	n := len(w.modelReqs)
+	if n > len(w.script) {
+		w.t.Errorf("model call %d is beyond the script of %d replies", n, len(w.script))
+		return contract.ModelResponse{}, temporal.NewNonRetryableApplicationError("script exhausted", "TestScript", nil)
+	}
+	r := w.script[n-1]
+	if r.err != nil {
+		return contract.ModelResponse{}, r.err
+	}
+	attempt := r.attempt
+	if attempt == 0 {
+		attempt = 1
+	}
+	return contract.ModelResponse{
+		Head:    fmt.Sprintf("head-%d", n),
+		Message: contract.Message{Role: contract.RoleAssistant, Content: r.text, ToolCalls: r.calls},
+		Usage:   r.usage,
+		Attempt: attempt,
+	}, nil
+}
+
+func (w *world) runTool(_ context.Context, req contract.ToolRequest) (contract.ToolResult, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.toolReqs = append(w.toolReqs, req)
+	if w.tool != nil {
+		return w.tool(req), nil
+	}
+	return contract.ToolResult{Content: "ok: " + req.Call.Name}, nil
+}
+
+func (w *world) notify(_ context.Context, req contract.NotifyRequest) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.notices = append(w.notices, notice{req: req, at: w.env.Now()})
+	return nil
+}
+
+// modelRequests returns a copy of the model requests so far.
+func (w *world) modelRequests() []contract.ModelRequest {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]contract.ModelRequest(nil), w.modelReqs...)
+}
+
+// toolRequests returns a copy of the tool requests so far.
+func (w *world) toolRequests() []contract.ToolRequest {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]contract.ToolRequest(nil), w.toolReqs...)
+}
+
+// sentNotices returns a copy of the notices so far.
+func (w *world) sentNotices() []notice {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]notice(nil), w.notices...)
+}
+
+// run executes a session to its end and returns its summary.
+func (w *world) run(in contract.SessionInput) contract.Summary {
+	w.t.Helper()
+	w.env.ExecuteWorkflow(contract.SessionWorkflow, in)
+	require.True(w.t, w.env.IsWorkflowCompleted(), "the session did not complete")
+	require.NoError(w.t, w.env.GetWorkflowError())
+	var sum contract.Summary
+	require.NoError(w.t, w.env.GetWorkflowResult(&sum))
+	return sum
+}
+
+// at runs f when the workflow clock reaches d after the start.
+func (w *world) at(d time.Duration, f func()) {
+	w.env.RegisterDelayedCallback(f, d)
+}
+
+// status runs the status query.
+func (w *world) status() contract.SessionStatus {
+	w.t.Helper()
+	v, err := w.env.QueryWorkflow(contract.QueryStatus)
+	require.NoError(w.t, err)
+	var st contract.SessionStatus
+	require.NoError(w.t, v.Get(&st))
+	return st
+}
+
+// transcript runs the transcript query.
+func (w *world) transcript() contract.Transcript {
+	w.t.Helper()
+	v, err := w.env.QueryWorkflow(contract.QueryTranscript)
+	require.NoError(w.t, err)
+	var tr contract.Transcript
+	require.NoError(w.t, v.Get(&tr))
+	return tr
+}
+
+// updateOutcome is what the sender of one answer update learned.
+type updateOutcome struct {
+	accepted  bool
+	rejected  error
+	result    contract.AnswerResult
+	completed bool
+	failed    error
+}
+
+// answer sends the answer update and records its outcome.
+func (w *world) answer(id string, a contract.Answer) *updateOutcome {
+	out := &updateOutcome{}
+	w.env.UpdateWorkflow(contract.UpdateAnswerEscalation, id, &testsuite.TestUpdateCallback{
+		OnAccept: func() { out.accepted = true },
+		OnReject: func(err error) { out.rejected = err },
+		OnComplete: func(v any, err error) {
+			out.completed = true
+			out.failed = err
+			if r, ok := v.(contract.AnswerResult); ok {
+				out.result = r
+			}
+		},
+	}, a)
+	return out
+}
+
+// input is a session input with the given limits and nothing else configured.
+func input(limits contract.Limits) contract.SessionInput {
+	return contract.SessionInput{Task: "make the tests pass", Workdir: "/srv/ws", Limits: limits}
+}
+
+// call builds one tool call.
+func call(id, name, args string) contract.ToolCall {
+	return contract.ToolCall{ID: id, Name: name, Arguments: args}
+}
+
+// toolsReply is a model reply that asks for the given calls.
+func toolsReply(usage contract.Usage, calls ...contract.ToolCall) reply {
+	return reply{calls: calls, usage: usage}
+}
+
+// answerReply is a final model reply.
+func answerReply(text string, usage contract.Usage) reply {
+	return reply{text: text, usage: usage}
+}
+
+// findMessage returns the first message in msgs for which match holds.
+func findMessage(msgs []contract.Message, match func(contract.Message) bool) (contract.Message, bool) {
+	for _, m := range msgs {
+		if match(m) {
+			return m, true
+		}
+	}
+	return contract.Message{}, false
+}
