@@ -115,6 +115,7 @@ install_postgres() {
 	wait_until "postgres on 127.0.0.1:$PG_PORT" pg_isready -q -h 127.0.0.1 -p "$PG_PORT"
 	if [[ -z "${KEEL_CLUSTER_PG_USER:-}" ]]; then
 		PG_USER=keel PG_PASSWORD=keel
+		STORE_DSN=$(store_dsn)
 		as_root runuser -u postgres -- psql -p "$PG_PORT" -v ON_ERROR_STOP=1 -qc \
 			"DO \$\$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'keel') THEN CREATE ROLE keel LOGIN CREATEDB PASSWORD 'keel'; END IF; END \$\$"
 		printf 'PG_USER=%q\nPG_PASSWORD=%q\n' "$PG_USER" "$PG_PASSWORD" >"$CLUSTER_DIR/pg.env"
@@ -150,7 +151,8 @@ setup_schemas() {
 		ensure_database "$db"
 		if [[ -z $(psql_in "$db" -Atc "SELECT to_regclass('public.schema_version')") ]]; then
 			log "temporal: setting up the $schema schema in $db"
-			sql_tool --db "$db" setup-schema -v 0.0
+			sql_tool --db "$db" setup-schema -v 0.0 >>"$LOGS/schema.log" 2>&1 ||
+				die "temporal: setting up the $schema schema in $db failed; see $LOGS/schema.log"
 		fi
 		sql_tool --db "$db" update-schema --schema-name "postgresql/v12/$schema" >>"$LOGS/schema.log" 2>&1 ||
 			die "temporal: updating the $schema schema in $db failed; see $LOGS/schema.log"
@@ -207,22 +209,30 @@ temporal_cli() {
 }
 
 # register_namespace creates the default namespace and the search attributes Keel's sessions keep up
-# to date, each only if missing.
+# to date, each only if missing. A new namespace takes a moment to reach every service, hence the
+# retries.
 register_namespace() {
 	if ! temporal_cli operator namespace describe --namespace default; then
 		log "temporal: registering namespace default"
 		temporal_cli operator namespace create --namespace default --retention 72h ||
 			die "temporal: registering namespace default failed"
 	fi
-	local sa list
-	list=$("$TEMPORAL_CLI" --address "$TEMPORAL_ADDRESS" operator search-attribute list --namespace default)
+	local sa
 	for sa in KeelStatus:Keyword KeelTurns:Int KeelTokens:Int KeelPendingEscalation:Bool; do
-		if ! grep -qw "${sa%%:*}" <<<"$list"; then
-			log "temporal: registering search attribute ${sa%%:*} (${sa##*:})"
-			temporal_cli operator search-attribute create --namespace default --name "${sa%%:*}" --type "${sa##*:}" ||
-				die "temporal: registering search attribute ${sa%%:*} failed"
-		fi
+		wait_until "search attribute ${sa%%:*}" search_attribute "${sa%%:*}" "${sa##*:}"
 	done
+}
+
+# search_attribute is true once the attribute exists, registering it if it is missing.
+search_attribute() {
+	local name=$1 type=$2 list
+	find_temporal_cli
+	list=$("$TEMPORAL_CLI" --address "$TEMPORAL_ADDRESS" --command-timeout 5s operator search-attribute list --namespace default 2>/dev/null) ||
+		return 1
+	grep -qw "$name" <<<"$list" && return 0
+	log "temporal: registering search attribute $name ($type)"
+	temporal_cli operator search-attribute create --namespace default --name "$name" --type "$type"
+	return 1
 }
 
 # --- Keel ---------------------------------------------------------------------------------------

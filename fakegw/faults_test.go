@@ -243,3 +243,27 @@ func TestSlowStreamCompletesSlowly(t *testing.T) {
 		})
 	}
 }
+
+func TestAttemptsAreCountedPerModeAndBody(t *testing.T) {
+	gw := New(Options{})
+	srv := gw.testServer(t)
+	w := wires[0]
+	a := w.body("", []message{{Role: "user", Text: "Fix it."}})
+	b := w.body("", []message{{Role: "user", Text: "Fix it, please."}})
+	steps := []struct {
+		mode string
+		body []byte
+		want expect
+	}{
+		{ModeRateLimit, a, rateLimited},
+		{ModeRateLimit, b, rateLimited}, // another conversation starts at attempt 1
+		{ModeServerError, a, expect{kind: "http", status: 503}},
+		{ModeRateLimit, a, ok},
+	}
+	for i, s := range steps {
+		checkOutcome(t, w.name, i+1, w.call(t, srv, s.mode, s.body), s.want)
+	}
+	if got := gw.Stats().ByMode[ModeRateLimit]; got != 3 {
+		t.Errorf("ByMode[rate_limit] = %d, want 3", got)
+	}
+}

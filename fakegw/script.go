@@ -117,8 +117,8 @@ func decide(mode string, t transcript) reply {
 	return scripted(ex)
 }
 
-// retryLast re-sends the call of the last tool result when that result says nothing changed and
-// to retry as is, with exactly the same argument text.
+// retryLast re-sends the call of the last tool result when that result asks to retry as is, with
+// exactly the same argument text.
 func retryLast(t transcript, ex []exchange) (reply, bool) {
 	for i := len(t.Messages) - 1; i >= 0; i-- {
 		m := t.Messages[i]
@@ -138,10 +138,12 @@ func retryLast(t transcript, ex []exchange) (reply, bool) {
 	return reply{}, false
 }
 
-// saysRetryAsIs recognises the tool feedback "the file is unchanged ... retry as is".
+// saysRetryAsIs recognises tool feedback that asks for the same call again, such as "the file is
+// unchanged; retry as is" after a failed write or "nothing changed; retry as is" after a read
+// that was interrupted.
 func saysRetryAsIs(text string) bool {
 	l := strings.ToLower(text)
-	return strings.Contains(l, "unchanged") && strings.Contains(l, "retry") && strings.Contains(l, "as is")
+	return strings.Contains(l, "retry as is") || strings.Contains(l, "retry it as is")
 }
 
 // scripted follows the demo script: a call counts as done once its result came back, unless that

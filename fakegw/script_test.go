@@ -361,6 +361,12 @@ func TestDecideFromTranscript(t *testing.T) {
 			want: []call{{Name: odd.Name, Args: odd.Args}},
 		},
 		{
+			name: "an interrupted read is re-sent",
+			msgs: []message{user, {Role: "assistant", Calls: []call{{ID: "r1", Name: "read_file", Args: `{"path":"calc.go"}`}}},
+				{Role: "tool", CallID: "r1", IsError: true, Text: "The call to read_file was interrupted, so its outcome is unknown. It only reads, so nothing changed; retry as is."}},
+			want: []call{demoScript[1].Call},
+		},
+		{
 			name: "other errors move on",
 			msgs: []message{user, {Role: "assistant", Calls: []call{{ID: "l1", Name: "list_dir", Args: `{"path":"."}`}}},
 				{Role: "tool", CallID: "l1", IsError: true, Text: "The directory could not be listed; nothing changed."}},

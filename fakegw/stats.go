@@ -15,7 +15,8 @@ type Record struct {
 	Path   string
 	Format string
 	Mode   string
-	// Hash identifies the request body; Attempt counts requests with the same hash, from 1.
+	// Hash identifies the request by path, injection mode and body; Attempt counts requests
+	// with the same hash, from 1, so sessions with different modes never share a count.
 	Hash    string
 	Attempt int
 	// First is true for the first model call of a conversation (no assistant message yet).

@@ -25,11 +25,16 @@ type Backoff struct {
 
 // Wait returns how long to wait after failed attempt number attempt (starting at 1):
 // window = min(cap, base*2^(attempt-1)); wait = window/2 + rand*window/2, and never less than
-// floor, the wait the server asked for (which may exceed the cap: the server knows better).
+// floor, the wait the server asked for (which may exceed the cap: the server knows better). When
+// the floor wins, the random half-window is added on top of it: a server that tells a hundred
+// sessions "retry after 1 s" must not get them back in the same millisecond.
 func (b Backoff) Wait(attempt int, floor time.Duration) time.Duration {
 	half := b.window(attempt) / 2
-	wait := half + time.Duration(float64(half)*b.random())
-	return max(wait, floor)
+	jitter := time.Duration(float64(half) * b.random())
+	if wait := half + jitter; wait >= floor {
+		return wait
+	}
+	return floor + jitter
 }
 
 // window doubles the base attempt-1 times, stopping at the cap so large attempts cannot overflow.

@@ -19,6 +19,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/keelrun/keel/config"
 	"github.com/keelrun/keel/contract"
 	"github.com/keelrun/keel/devserver"
 )
@@ -154,4 +155,24 @@ func WaitFor(timeout time.Duration, cond func() bool) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return cond()
+}
+
+// Config is a configuration for in-process workers and clients against this env: its own task
+// queue and state folder, the fake gateway, then overrides.
+func (e *Env) Config(t testing.TB, overrides map[string]any) config.Config {
+	t.Helper()
+	o := map[string]any{
+		"temporal.address":    e.Address(),
+		"temporal.task_queue": "q-" + strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()),
+		"dev.state_dir":       t.TempDir(),
+		"gateway.fake":        true,
+	}
+	for k, v := range overrides {
+		o[k] = v
+	}
+	cfg, err := config.Load("", nil, o)
+	if err != nil {
+		t.Fatalf("test configuration: %v", err)
+	}
+	return cfg
 }
