@@ -80,7 +80,8 @@ func (a *Activities) modelError(ctx context.Context, req contract.ModelRequest, 
 	d := gateway.Classify(err, deltas)
 	if d.Handling == gateway.Stop || ctx.Err() != nil {
 		a.lastClass.Delete(key)
-		return temporal.NewCanceledError("the model call was cancelled")
+		// What was shown before the cancel travels with the cancellation, so it is kept.
+		return temporal.NewCanceledError(contract.Failure{Class: contract.ClassCancelled, Reason: "cancelled", Attempts: stream.attempt, Partial: partial})
 	}
 	attempt := stream.attempt
 	if d.Handling == gateway.Retry && attempt < gateway.AttemptCap(d.Class) {

@@ -45,6 +45,10 @@ type TurnResult struct {
 	Repairs  map[string]int `json:"repairs,omitempty"`
 	// Failure is set when the turn surfaced a failure it could not handle itself.
 	Failure *Failure `json:"failure,omitempty"`
+	// Cancelled is true when the turn stopped because it was cancelled.
+	Cancelled bool `json:"cancelled,omitempty"`
+	// Partial is the model text shown before the turn was cancelled; the session keeps it.
+	Partial string `json:"partial,omitempty"`
 	// Escalate is set when the turn needs a person's decision before the session can go on.
 	Escalate *EscalationRequest `json:"escalate,omitempty"`
 	// Events are session-level events the turn produced (blocked calls and the like).

@@ -30,7 +30,7 @@ func (s *session) escalate(ctx workflow.Context, req *contract.EscalationRequest
 	stopChain()
 
 	if s.cancelReq != nil || ctx.Err() != nil {
-		return s.cancelledSummary(ctx), true
+		return s.cancelledSummary(ctx, ""), true
 	}
 	if !answered {
 		e.Answer = &contract.Answer{EscalationID: e.ID, Action: s.defaultAction(), By: "deadline", Via: "timer"}

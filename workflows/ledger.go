@@ -49,11 +49,15 @@ func (s *session) limitSummary(ctx workflow.Context, limit string) contract.Summ
 	return sum
 }
 
-func (s *session) cancelledSummary(ctx workflow.Context) contract.Summary {
-	sum := s.summary(ctx, contract.StatusCancelled, "")
+// cancelledSummary ends a cancelled session, keeping the text the user had already seen.
+func (s *session) cancelledSummary(ctx workflow.Context, partial string) contract.Summary {
+	sum := s.summary(ctx, contract.StatusCancelled, partial)
 	sum.Reason = "cancelled by the user"
 	if r := s.cancelReq; r != nil && r.Reason != "" {
 		sum.Reason = "cancelled: " + r.Reason
+	}
+	if partial != "" {
+		s.state.Pending = append(s.state.Pending, contract.Message{Role: contract.RoleAssistant, Content: partial, Note: "partial"})
 	}
 	s.state.Pending = append(s.state.Pending, contract.Message{
 		Role: contract.RoleUser, Note: "cancelled", Content: "[keel] " + sum.Reason + ". The session ended here.",

@@ -1,12 +1,10 @@
 package workflows
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/keelrun/keel/contract"
@@ -75,7 +73,7 @@ func (s *session) run(ctx workflow.Context) (contract.Summary, error) {
 			return s.finish(ctx, sum)
 		}
 		if s.cancelReq != nil || ctx.Err() != nil {
-			return s.finish(ctx, s.cancelledSummary(ctx))
+			return s.finish(ctx, s.cancelledSummary(ctx, ""))
 		}
 		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 			return contract.Summary{}, s.continueAsNew(ctx)
@@ -86,7 +84,7 @@ func (s *session) run(ctx workflow.Context) (contract.Summary, error) {
 		res, outcome := s.runTurn(ctx, turn, deadline)
 		switch outcome {
 		case turnCancelled:
-			return s.finish(ctx, s.cancelledSummary(ctx))
+			return s.finish(ctx, s.cancelledSummary(ctx, res.Partial))
 		case turnTimedOut:
 			return s.finish(ctx, s.limitSummary(ctx, contract.LimitDuration))
 		}
@@ -154,11 +152,9 @@ func (s *session) runTurn(ctx workflow.Context, turn int, deadline workflow.Futu
 		return res, turnCancelled
 	case outcome == turnTimedOut:
 		return res, turnTimedOut
+	case res.Cancelled || isCanceled(err):
+		return res, turnCancelled
 	case err != nil:
-		var ce *temporal.CanceledError
-		if errors.As(err, &ce) {
-			return res, turnCancelled
-		}
 		return contract.TurnResult{Failure: &contract.Failure{Class: contract.ClassUnknown, Reason: "the turn failed: " + err.Error()}}, turnDone
 	}
 	return res, turnDone

@@ -29,6 +29,10 @@ type turn struct {
 
 func (t *turn) run(ctx workflow.Context) (contract.TurnResult, error) {
 	resp, err := t.callModel(ctx)
+	if errors.Is(err, errTurnCancelled) {
+		t.res.Cancelled = true
+		return t.res, nil
+	}
 	if err != nil {
 		return t.res, err
 	}
@@ -74,7 +78,8 @@ func (t *turn) callModel(ctx workflow.Context) (contract.ModelResponse, error) {
 		return resp, nil
 	}
 	if ctx.Err() != nil || isCanceled(err) {
-		return resp, temporal.NewCanceledError()
+		t.res.Partial = cancelledPartial(err)
+		return resp, errTurnCancelled
 	}
 	f := modelFailure(err)
 	t.res.Counters.GatewayAttempts = max(f.Attempts, 1)
@@ -97,6 +102,20 @@ func modelFailure(err error) contract.Failure {
 		return contract.Failure{Class: contract.ClassTransport, Reason: "the model call timed out", Attempts: modelRetryBackstop}
 	}
 	return contract.Failure{Class: contract.ClassUnknown, Reason: "the model call failed: " + err.Error(), Attempts: 1}
+}
+
+// errTurnCancelled ends a cancelled turn early; run turns it into a result that carries what was
+// received so far, so the session keeps it.
+var errTurnCancelled = errors.New("turn cancelled")
+
+// cancelledPartial reads the text a cancelled model call had already shown.
+func cancelledPartial(err error) string {
+	var ce *temporal.CanceledError
+	var f contract.Failure
+	if errors.As(err, &ce) && ce.HasDetails() && ce.Details(&f) == nil {
+		return f.Partial
+	}
+	return ""
 }
 
 func isCanceled(err error) bool {

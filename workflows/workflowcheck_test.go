@@ -38,13 +38,11 @@ func TestWorkflowcheck(t *testing.T) {
 	}
 
 	var ours, bad []string
-	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		switch {
-		case line == "":
-		case strings.Contains(line, "testdata/badworkflow"):
-			bad = append(bad, line)
-		default:
-			ours = append(ours, line)
+	for _, finding := range findings(out.String()) {
+		if strings.Contains(finding, "testdata/badworkflow") {
+			bad = append(bad, finding)
+		} else {
+			ours = append(ours, finding)
 		}
 	}
 	for _, l := range ours {
@@ -53,6 +51,22 @@ func TestWorkflowcheck(t *testing.T) {
 	if !containsLine(bad, "time.Now") {
 		t.Errorf("workflowcheck did not flag time.Now in %s; its output:\n%s", badPackage, out.String())
 	}
+}
+
+// findings splits the checker's output into findings: each starts on an unindented line, and the
+// indented lines after it explain it.
+func findings(out string) []string {
+	var res []string
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.TrimSpace(line) == "":
+		case strings.HasPrefix(line, " ") && len(res) > 0:
+			res[len(res)-1] += "\n" + line
+		default:
+			res = append(res, line)
+		}
+	}
+	return res
 }
 
 func containsLine(lines []string, sub string) bool {
