@@ -6,7 +6,9 @@
 CLUSTER_DIR=${KEEL_CLUSTER_DIR:-$REPO/.keel/cluster}
 mkdir -p "$CLUSTER_DIR"
 CLUSTER_DIR=$(cd "$CLUSTER_DIR" && pwd)
-BIN=$CLUSTER_DIR/bin
+BIN=${KEEL_CLUSTER_BIN:-$CLUSTER_DIR/bin}
+mkdir -p "$BIN"
+BIN=$(cd "$BIN" && pwd)
 RUN=$CLUSTER_DIR/run
 LOGS=$CLUSTER_DIR/log
 

@@ -29,6 +29,8 @@
 #
 # Settings (environment):
 #   KEEL_CLUSTER_DIR            state folder (default <repo>/.keel/cluster)
+#   KEEL_CLUSTER_BIN            where binaries are built (default $KEEL_CLUSTER_DIR/bin); clusters
+#                               in different state folders can share one, built once
 #   KEEL_CLUSTER_PG_PORT        PostgreSQL port on 127.0.0.1 (default 5432)
 #   KEEL_CLUSTER_PG_USER        PostgreSQL user (default postgres, trust auth; keel when this script
 #   KEEL_CLUSTER_PG_PASSWORD    installed PostgreSQL itself, password keel)
@@ -66,7 +68,7 @@ main() {
 }
 
 up() {
-	mkdir -p "$CLUSTER_DIR"/{bin,config,run,log}
+	mkdir -p "$CLUSTER_DIR"/{config,run,log}
 	ensure_postgres
 	build_temporal
 	setup_schemas

@@ -218,3 +218,23 @@ func TestEscalationDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelWhileWaitingOnAPerson: a cancel ends a session that waits on an escalation at once,
+// without waiting for the deadline, and stops the notice chain.
+func TestCancelWhileWaitingOnAPerson(t *testing.T) {
+	w := newWorld(t, badArgs()...)
+	in := input(contract.Limits{})
+	in.Escalation = contract.EscalationPolicy{Deadline: time.Hour, Channels: []string{"slack", "webhook"}}
+	w.at(10*time.Minute, func() {
+		w.env.SignalWorkflow(contract.SignalCancel, contract.CancelRequest{Reason: "not worth a person's time"})
+	})
+	start := w.env.Now()
+	sum := w.run(in)
+
+	assert.Equal(t, contract.StatusCancelled, sum.Status)
+	assert.Equal(t, "cancelled: not worth a person's time", sum.Reason)
+	assert.Equal(t, 10*time.Minute, w.env.Now().Sub(start), "the session ended when the cancel came")
+	notices := w.sentNotices()
+	require.Len(t, notices, 1, "the second channel, due at 30 minutes, was never told")
+	assert.Equal(t, "slack", notices[0].req.Channel)
+}

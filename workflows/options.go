@@ -20,7 +20,7 @@ import (
 const (
 	modelCallTimeout      = 10 * time.Minute
 	modelHeartbeatTimeout = 2 * time.Second
-	toolHeartbeatTimeout  = time.Second
+	toolHeartbeatTimeout  = 600 * time.Millisecond
 	defaultCommandTimeout = 60 * time.Second
 	notifyTimeout         = 30 * time.Second
 )

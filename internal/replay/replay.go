@@ -127,10 +127,44 @@ func NewReplayer() worker.WorkflowReplayer {
 // ReplayFile replays one JSON history against the current workflow code; an error means the code
 // would not continue that history (nondeterminism) or the file is not a history.
 func ReplayFile(r worker.WorkflowReplayer, path string) error {
-	if err := r.ReplayWorkflowHistoryFromJSONFile(quietLogger(), path); err != nil {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", filepath.Base(path), err)
+	}
+	defer f.Close()
+	hist, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", filepath.Base(path), err)
+	}
+	if len(hist.GetEvents()) == 0 {
+		return fmt.Errorf("reading %s: it has no events", filepath.Base(path))
+	}
+	opts := worker.ReplayWorkflowHistoryOptions{OriginalExecution: OriginalExecution(hist)}
+	if err := r.ReplayWorkflowHistoryWithOptions(quietLogger(), hist, opts); err != nil {
 		return fmt.Errorf("replaying %s: %w", filepath.Base(path), err)
 	}
 	return nil
+}
+
+// OriginalExecution recovers the workflow ID and run ID a history was recorded under. A history
+// does not name its own workflow ID, but the session derives each turn's ID from it
+// (contract.TurnWorkflowID), and a replay under any other ID would start differently named children
+// and fail. The ID is therefore read back from the first child the history started; a history
+// without children replays under the replayer's default ID, which it never uses.
+func OriginalExecution(hist *historypb.History) workflow.Execution {
+	var ex workflow.Execution
+	for _, ev := range hist.GetEvents() {
+		if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil && ex.RunID == "" {
+			ex.RunID = a.GetOriginalExecutionRunId()
+		}
+		if a := ev.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil {
+			if i := strings.LastIndex(a.GetWorkflowId(), "/turn-"); i > 0 {
+				ex.ID = a.GetWorkflowId()[:i]
+				break
+			}
+		}
+	}
+	return ex
 }
 
 // quietLogger keeps replays silent unless something goes wrong.
