@@ -18,7 +18,8 @@
 #
 # The script is idempotent: a second run reuses the built binaries, the databases and every process
 # that is still alive, and starts only what is missing (for example a worker that was killed).
-# The first run builds the Temporal server (about 2 minutes on 2 cores).
+# The first run builds the Temporal server: about 2 minutes on an idle 2-core machine, several when
+# other builds compete for it.
 #
 # Everything it writes is under $KEEL_CLUSTER_DIR (default .keel/cluster in the repository):
 #   bin/            server, sql (schema tool), temporal (CLI, unless one is on PATH), starter, worker
