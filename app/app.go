@@ -126,6 +126,9 @@ func RunWorker(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 	defer c.Close()
+	if err := EnsureSearchAttributes(ctx, c, cfg.Temporal.Namespace); err != nil {
+		return err
+	}
 	acts, closeDeps, err := Activities(ctx, cfg, "")
 	if err != nil {
 		return err
