@@ -3,7 +3,7 @@ package metrics
 import (
 	"time"
 
-	sdkmetrics "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/client"
 )
 
 // Names of Keel's metrics, exactly as a scrape of /metrics shows them (see the package doc).
@@ -59,7 +59,7 @@ const (
 
 // Handler is the SDK's metrics handler interface, as returned by workflow.GetMetricsHandler and
 // activity.GetMetricsHandler, so every helper works in both kinds of code.
-type Handler = sdkmetrics.MetricsHandler
+type Handler = client.MetricsHandler
 
 // ModelAttempt counts one model attempt of a failure class (ClassNone when it succeeded) and its
 // outcome (AttemptOK, AttemptRetry, AttemptSurfaced, AttemptCancelled).
