@@ -33,7 +33,17 @@ type SessionState struct {
 	Usage     Usage     `json:"usage"`
 	Counters  Counters  `json:"counters"`
 	StartedAt time.Time `json:"started_at"`
+	// Repeat and Repairs carry repeat detection and repair counts from turn to turn and across
+	// continue-as-new, so a model that spins cannot escape by outliving a run.
+	Repeat  RepeatState    `json:"repeat"`
+	Repairs map[string]int `json:"repairs,omitempty"`
+	// Events are the most recent session-level events; EventSeq numbers them across runs.
+	Events   []Event `json:"events,omitempty"`
+	EventSeq int     `json:"event_seq,omitempty"`
 }
+
+// MaxKeptEvents bounds the session-level events a session keeps for its status query.
+const MaxKeptEvents = 200
 
 // Counters are the running totals that end up in the summary.
 type Counters struct {

@@ -12,9 +12,9 @@ import (
 const defaultEscalationDeadline = 30 * time.Minute
 
 // escalate stops the session to ask a person, notifies the channels in order across the deadline,
-// and applies the first valid answer (or the default action at the deadline). It returns a final
-// summary when the answer ends the session.
-func (s *session) escalate(ctx workflow.Context, req *contract.EscalationRequest) (contract.Summary, bool) {
+// and applies the first valid answer (or the default action at the deadline). The session's
+// duration limit still holds while it waits. It returns a final summary when the session ends.
+func (s *session) escalate(ctx workflow.Context, req *contract.EscalationRequest, durationLimit workflow.Future) (contract.Summary, bool) {
 	e := s.openEscalation(ctx, req, []string{contract.ActionRetry, contract.ActionEdit, contract.ActionAbort})
 	s.status = contract.StatusWaiting
 	s.upsertSearch(ctx)
@@ -26,11 +26,16 @@ func (s *session) escalate(ctx workflow.Context, req *contract.EscalationRequest
 	answered, _ := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
 		Timeout:      deadline,
 		TimerOptions: workflow.TimerOptions{Summary: fmt.Sprintf("escalation %s deadline", e.ID)},
-	}, func() bool { return e.Answer != nil || s.cancelReq != nil })
+	}, func() bool {
+		return e.Answer != nil || s.cancelReq != nil || (durationLimit != nil && durationLimit.IsReady())
+	})
 	stopChain()
 
 	if s.cancelReq != nil || ctx.Err() != nil {
 		return s.cancelledSummary(ctx, ""), true
+	}
+	if e.Answer == nil && durationLimit != nil && durationLimit.IsReady() {
+		return s.limitSummary(ctx, contract.LimitDuration), true
 	}
 	if !answered {
 		e.Answer = &contract.Answer{EscalationID: e.ID, Action: s.defaultAction(), By: "deadline", Via: "timer"}
@@ -55,8 +60,8 @@ func (s *session) apply(ctx workflow.Context, e *contract.Escalation) (contract.
 	case contract.ActionEdit:
 		s.state.Pending = append(s.state.Pending, contract.Message{Role: contract.RoleUser, Note: "escalation", Content: contract.PersonPrefix + a.Text})
 	}
-	s.repairs = map[string]int{}
-	s.repeat = contract.RepeatState{}
+	s.state.Repairs = nil
+	s.state.Repeat = contract.RepeatState{}
 	return contract.Summary{}, false
 }
 

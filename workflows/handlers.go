@@ -89,7 +89,7 @@ func (s *session) queryStatus() (contract.SessionStatus, error) {
 		Limits:     s.in.Limits,
 		Escalation: s.escalation,
 		Approval:   s.approval,
-		Events:     s.events,
+		Events:     s.state.Events,
 	}, nil
 }
 

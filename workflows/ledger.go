@@ -100,6 +100,6 @@ func (s *session) upsertSearch(ctx workflow.Context) {
 		contract.StatusKey.ValueSet(s.status),
 		contract.TurnsKey.ValueSet(int64(s.state.Turns)),
 		contract.TokensKey.ValueSet(s.state.Usage.Total()),
-		contract.PendingEscalationKey.ValueSet(s.escalation != nil && s.escalation.Answer == nil),
+		contract.PendingEscalationKey.ValueSet(s.status == contract.StatusWaiting),
 	)
 }

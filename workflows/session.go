@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -27,11 +28,7 @@ type session struct {
 	state  contract.SessionState
 	tools  []contract.ToolSpec
 	status string
-	events []contract.Event
 	sinks  []string
-	// repeat and repairs carry repeat detection and repair counts from turn to turn.
-	repeat  contract.RepeatState
-	repairs map[string]int
 
 	cancelReq *contract.CancelRequest
 	// cancelTurn cancels the turn in flight, if any.
@@ -44,7 +41,7 @@ type session struct {
 }
 
 func newSession(ctx workflow.Context, in contract.SessionInput) *session {
-	s := &session{in: in, status: contract.StatusRunning, sinks: in.Sinks, repairs: map[string]int{}}
+	s := &session{in: in, status: contract.StatusRunning, sinks: in.Sinks}
 	if in.Carry != nil {
 		s.state = *in.Carry
 	} else {
@@ -72,6 +69,9 @@ func (s *session) run(ctx workflow.Context) (contract.Summary, error) {
 		if sum, done := s.checkLimits(ctx); done {
 			return s.finish(ctx, sum)
 		}
+		if deadline != nil && deadline.IsReady() {
+			return s.finish(ctx, s.limitSummary(ctx, contract.LimitDuration))
+		}
 		if s.cancelReq != nil || ctx.Err() != nil {
 			return s.finish(ctx, s.cancelledSummary(ctx, ""))
 		}
@@ -96,7 +96,7 @@ func (s *session) run(ctx workflow.Context) (contract.Summary, error) {
 			s.raiseNotice(ctx, res.Failure)
 			return s.finish(ctx, s.failedSummary(ctx, res.Failure))
 		case res.Escalate != nil:
-			if sum, done := s.escalate(ctx, res.Escalate); done {
+			if sum, done := s.escalate(ctx, res.Escalate, deadline); done {
 				return s.finish(ctx, sum)
 			}
 		case res.Final:
@@ -173,8 +173,8 @@ func (s *session) turnInput(ctx workflow.Context, turn int) contract.TurnInput {
 		Retry:     s.in.Retry,
 		Sinks:     s.sinks,
 		Inject:    s.in.Inject,
-		Repeat:    s.repeat,
-		Repairs:   s.repairs,
+		Repeat:    s.state.Repeat,
+		Repairs:   s.state.Repairs,
 	}
 }
 
@@ -187,9 +187,9 @@ func (s *session) absorb(ctx workflow.Context, turn int, res contract.TurnResult
 	}
 	s.state.Usage = s.state.Usage.Add(res.Usage)
 	s.state.Counters = s.state.Counters.Add(res.Counters)
-	s.repeat = res.Repeat
+	s.state.Repeat = res.Repeat
 	if res.Repairs != nil {
-		s.repairs = res.Repairs
+		s.state.Repairs = res.Repairs
 	}
 	for _, e := range res.Events {
 		s.addEvent(e)
@@ -220,8 +220,12 @@ func (s *session) finish(ctx workflow.Context, sum contract.Summary) (contract.S
 }
 
 func (s *session) addEvent(e contract.Event) {
-	e.Seq = len(s.events) + 1
-	s.events = append(s.events, e)
+	s.state.EventSeq++
+	e.Seq = s.state.EventSeq
+	s.state.Events = append(s.state.Events, e)
+	if n := len(s.state.Events); n > contract.MaxKeptEvents {
+		s.state.Events = slices.Clone(s.state.Events[n-contract.MaxKeptEvents:])
+	}
 }
 
 // startDurationTimer returns a future that fires when the session's duration limit is reached,
