@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/api/workflowservice/v1"
@@ -86,6 +87,9 @@ func answerCmd(g *globals) *cobra.Command {
 // answerSession sends an answer as the session's update and reports whether it was accepted.
 func answerSession(ctx context.Context, c client.Client, workflowID string, a contract.Answer) (contract.AnswerResult, error) {
 	res, err := escalation.TemporalAnswerer{Client: c}.Answer(ctx, workflowID, a)
+	if err != nil && strings.Contains(err.Error(), "already completed") {
+		return contract.AnswerResult{Message: fmt.Sprintf("refused: session %s has already ended; escalation %s can no longer be answered", workflowID, a.EscalationID)}, nil
+	}
 	if err != nil {
 		return res, err
 	}

@@ -26,9 +26,10 @@
 //
 // The SDK's metrics get the same treatment: the SDK's temporal_workflow_completed counter appears
 // as temporal_workflow_completed_total, its temporal_activity_execution_latency timer as
-// temporal_activity_execution_latency_seconds_bucket and so on. Every series also carries the tags
-// the SDK adds where it was recorded: namespace, task_queue and workflow_type in workflow code,
-// plus activity_type in activity code.
+// temporal_activity_execution_latency_seconds_bucket and so on. Every series recorded through the
+// SDK also carries the tags the SDK adds: client_name, namespace, task_queue, worker_type,
+// workflow_type and activity_type, with "none" where a tag does not apply (activity_type in
+// workflow code, for instance). Timers use the boundaries in TimerBuckets.
 //
 // keel_escalations_open is counted up when an escalation is raised and down when it is answered,
 // in whichever worker runs that workflow task, and workflow metrics are not recorded again on

@@ -27,9 +27,8 @@ var TimerBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5
 
 // Metrics owns the Prometheus registry a worker exposes and the metrics handler that feeds it.
 type Metrics struct {
-	reg      *prometheus.Registry
-	provider *sdkmetric.MeterProvider
-	handler  client.MetricsHandler
+	reg     *prometheus.Registry
+	handler client.MetricsHandler
 }
 
 // New builds a registry holding the Go runtime and process collectors plus everything recorded
@@ -53,7 +52,7 @@ func New() (*Metrics, error) {
 		OnError:              func(err error) { slog.Warn("recording a metric", "error", err) },
 		UseMonotonicCounters: true,
 	})
-	return &Metrics{reg: reg, provider: provider, handler: newHandler(otelHandler)}, nil
+	return &Metrics{reg: reg, handler: newHandler(otelHandler)}, nil
 }
 
 // timerView gives the SDK's timers (histograms in seconds) boundaries that fit seconds.

@@ -195,3 +195,15 @@ func TestServeReportsBadAddress(t *testing.T) {
 	_, err = m.Serve(context.Background(), "127.0.0.1:notaport")
 	require.ErrorContains(t, err, "listening for metric scrapes")
 }
+
+func TestInvalidNameIsLoggedNotPanicked(t *testing.T) {
+	m, addr := serve(t)
+	// OpenTelemetry rejects this instrument name; the SDK handler's default reaction is to panic,
+	// which would take down the worker recording it.
+	require.NotPanics(t, func() {
+		m.Handler().Counter("9 bad name!").Inc(1)
+		m.Handler().Counter(metrics.EscalationsOpen + " !").Inc(1)
+	})
+	metrics.LimitTripped(m.Handler(), "turns")
+	require.True(t, hasLine(scrape(t, addr), `keel_limits_tripped_total{limit="turns"} 1`))
+}

@@ -48,6 +48,9 @@ func TestMetricsFromWorkerOnDevServer(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Stop() })
 
+	// Without a sticky cache every workflow task replays the workflow from its history, so the
+	// count of 1 below also shows that workflow metrics are not recorded again on replay.
+	worker.SetStickyWorkflowCacheSize(0)
 	m, addr := serve(t)
 	c, err := client.Dial(client.Options{
 		HostPort:       srv.Address(),
