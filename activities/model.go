@@ -12,6 +12,7 @@ import (
 
 	"github.com/keelrun/keel/contract"
 	"github.com/keelrun/keel/gateway"
+	"github.com/keelrun/keel/metrics/record"
 )
 
 // attemptState travels in heartbeat details, so the next attempt, even on another worker after a
@@ -66,6 +67,9 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 		return contract.ModelResponse{}, a.modelError(ctx, req, key, stream, err)
 	}
 	a.lastClass.Delete(key)
+	mh := activity.GetMetricsHandler(ctx)
+	record.ModelAttempt(mh, "", record.AttemptOK)
+	record.TokensUsed(mh, resp.Usage.InputTokens, resp.Usage.OutputTokens)
 
 	newHead, err := a.Store.Append(ctx, head, []contract.Message{resp.Message})
 	if err != nil {
@@ -78,8 +82,10 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 func (a *Activities) modelError(ctx context.Context, req contract.ModelRequest, key string, stream *streamState, err error) error {
 	deltas, partial := stream.snapshot()
 	d := gateway.Classify(err, deltas)
+	mh := activity.GetMetricsHandler(ctx)
 	if d.Handling == gateway.Stop || ctx.Err() != nil {
 		a.lastClass.Delete(key)
+		record.ModelAttempt(mh, contract.ClassCancelled, record.AttemptCancelled)
 		// What was shown before the cancel travels with the cancellation, so it is kept.
 		return temporal.NewCanceledError(contract.Failure{Class: contract.ClassCancelled, Reason: "cancelled", Attempts: stream.attempt, Partial: partial})
 	}
@@ -88,6 +94,8 @@ func (a *Activities) modelError(ctx context.Context, req contract.ModelRequest, 
 		a.lastClass.Store(key, d.Class)
 		b := gateway.Backoff{Base: req.Retry.Base, Cap: req.Retry.Cap, Rand: a.Rand}
 		wait := b.Wait(attempt, d.RetryAfter)
+		record.ModelAttempt(mh, d.Class, record.AttemptRetry)
+		record.ModelRetry(mh, d.Class, wait)
 		line := fmt.Sprintf("%s; waiting %d ms before attempt %d", d.Message, wait.Milliseconds(), attempt+1)
 		activity.GetLogger(ctx).Info("model call will be retried", "class", d.Class, "wait", wait, "attempt", attempt)
 		a.Events.Publish(ctx, req.Sinks, contract.Event{
@@ -98,6 +106,7 @@ func (a *Activities) modelError(ctx context.Context, req contract.ModelRequest, 
 			temporal.ApplicationErrorOptions{NextRetryDelay: max(wait, time.Millisecond), Details: []any{contract.Failure{Class: d.Class, Reason: d.Message, Attempts: attempt}}})
 	}
 	a.lastClass.Delete(key)
+	record.ModelAttempt(mh, d.Class, record.AttemptSurfaced)
 	reason := d.Message
 	if d.Handling == gateway.Retry {
 		reason = fmt.Sprintf("%s; gave up after %d attempts", d.Message, attempt)

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/metrics/record"
 	"github.com/keelrun/keel/tools"
 )
 
@@ -22,10 +23,16 @@ func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (con
 	box := &tools.Box{Root: req.Workdir, Policy: req.Policy, OutputCap: a.OutputCap}
 	res := box.Run(ctx, req.Call, tools.RunOptions{SessionID: req.SessionID, Inject: req.Inject})
 	stop()
+	outcome := record.ToolOK
+	if res.IsError {
+		outcome = record.ToolError
+	}
 	if ctx.Err() != nil {
+		record.ToolCall(activity.GetMetricsHandler(ctx), req.Call.Name, record.ToolCancelled)
 		activity.GetLogger(ctx).Info("tool call cancelled", "tool", req.Call.Name)
 		return res, temporal.NewCanceledError("the tool call was cancelled")
 	}
+	record.ToolCall(activity.GetMetricsHandler(ctx), req.Call.Name, outcome)
 	a.Events.Publish(ctx, req.Sinks, contract.Event{
 		Event: contract.EventToolResult, WorkflowID: req.SessionID, Turn: req.Turn,
 		Tool: req.Call.Name, CallID: req.Call.ID, Text: res.Content, IsError: res.IsError,

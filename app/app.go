@@ -23,16 +23,24 @@ import (
 	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/events"
 	"github.com/keelrun/keel/gateway"
+	"github.com/keelrun/keel/metrics"
 	"github.com/keelrun/keel/store"
 	"github.com/keelrun/keel/workflows"
 )
 
 // Dial connects to the configured Temporal server.
 func Dial(ctx context.Context, cfg config.Config) (client.Client, error) {
+	return DialWithMetrics(ctx, cfg, nil)
+}
+
+// DialWithMetrics connects with a metrics handler, so the SDK's metrics and Keel's own (recorded
+// through the same handler from workflows and activities) reach Prometheus.
+func DialWithMetrics(ctx context.Context, cfg config.Config, mh client.MetricsHandler) (client.Client, error) {
 	c, err := client.DialContext(ctx, client.Options{
-		HostPort:  cfg.Temporal.Address,
-		Namespace: cfg.Temporal.Namespace,
-		Logger:    Logger(os.Getenv("KEEL_LOG") != ""),
+		HostPort:       cfg.Temporal.Address,
+		Namespace:      cfg.Temporal.Namespace,
+		Logger:         Logger(os.Getenv("KEEL_LOG") != ""),
+		MetricsHandler: mh,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to temporal at %s: %w", cfg.Temporal.Address, err)
@@ -119,9 +127,23 @@ func NewWorker(c client.Client, cfg config.Config, acts *activities.Activities) 
 	return w
 }
 
-// RunWorker is the worker process: connect, build the dependencies, serve until ctx ends.
+// RunWorker is the worker process: connect, build the dependencies, serve metrics if configured,
+// and serve the task queue until ctx ends.
 func RunWorker(ctx context.Context, cfg config.Config) error {
-	c, err := Dial(ctx, cfg)
+	var mh client.MetricsHandler
+	if cfg.Metrics.Address != "" {
+		m, err := metrics.New()
+		if err != nil {
+			return err
+		}
+		addr, err := m.Serve(ctx, cfg.Metrics.Address)
+		if err != nil {
+			return err
+		}
+		slog.Info("serving metrics", "url", "http://"+addr.String()+metrics.Path)
+		mh = m.Handler()
+	}
+	c, err := DialWithMetrics(ctx, cfg, mh)
 	if err != nil {
 		return err
 	}

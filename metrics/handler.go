@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"github.com/keelrun/keel/metrics/record"
 	"log/slog"
 
 	otelmetric "go.opentelemetry.io/otel/metric"
@@ -13,7 +14,7 @@ import (
 // (so Prometheus sees _total counters), which forbids negative increments; these few are sums
 // exported as gauges instead.
 var upDown = map[string]bool{
-	EscalationsOpen: true,
+	record.EscalationsOpen: true,
 }
 
 // handler is the SDK's OpenTelemetry handler with up/down counters for the names in upDown.

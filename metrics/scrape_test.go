@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"context"
+	"github.com/keelrun/keel/metrics/record"
 	"io"
 	"net/http"
 	"strings"
@@ -56,24 +57,24 @@ func TestKeelMetricsOnScrape(t *testing.T) {
 	// Tags the SDK adds in activity code, so the series look like the real ones.
 	h := m.Handler().WithTags(map[string]string{"task_queue": "keel"})
 
-	metrics.ModelAttempt(h, "", metrics.AttemptOK)
-	metrics.ModelAttempt(h, "throttle", metrics.AttemptRetry)
-	metrics.ModelAttempt(h, "throttle", metrics.AttemptRetry)
-	metrics.ModelRetry(h, "throttle", 300*time.Millisecond)
-	metrics.ModelRetry(h, "throttle", 6*time.Second)
-	metrics.ToolCall(h, "read_file", metrics.ToolOK)
-	metrics.ToolCall(h, "read_file", metrics.ToolOK)
-	metrics.ToolCall(h, "shell", metrics.ToolBlocked)
-	metrics.ToolCall(h, "shell", metrics.ToolCancelled)
-	metrics.Breaker(h, "github", true)
-	metrics.Breaker(h, "shell", true)
-	metrics.Breaker(h, "shell", false)
-	metrics.LimitTripped(h, "tokens")
-	metrics.EscalationRaised(h, "budget")
-	metrics.EscalationRaised(h, "unknown")
-	metrics.EscalationClosed(h)
-	metrics.TokensUsed(h, 1200, 345)
-	metrics.TokensUsed(h, 0, 5)
+	record.ModelAttempt(h, "", record.AttemptOK)
+	record.ModelAttempt(h, "throttle", record.AttemptRetry)
+	record.ModelAttempt(h, "throttle", record.AttemptRetry)
+	record.ModelRetry(h, "throttle", 300*time.Millisecond)
+	record.ModelRetry(h, "throttle", 6*time.Second)
+	record.ToolCall(h, "read_file", record.ToolOK)
+	record.ToolCall(h, "read_file", record.ToolOK)
+	record.ToolCall(h, "shell", record.ToolBlocked)
+	record.ToolCall(h, "shell", record.ToolCancelled)
+	record.Breaker(h, "github", true)
+	record.Breaker(h, "shell", true)
+	record.Breaker(h, "shell", false)
+	record.LimitTripped(h, "tokens")
+	record.EscalationRaised(h, "budget")
+	record.EscalationRaised(h, "unknown")
+	record.EscalationClosed(h)
+	record.TokensUsed(h, 1200, 345)
+	record.TokensUsed(h, 0, 5)
 
 	body := scrape(t, addr)
 	tests := []struct {
@@ -151,19 +152,19 @@ func keelLines(body string) string {
 func TestNamesMatchScrape(t *testing.T) {
 	m, addr := serve(t)
 	h := m.Handler()
-	metrics.ModelAttempt(h, "transport", metrics.AttemptSurfaced)
-	metrics.ModelRetry(h, "transport", time.Second)
-	metrics.ToolCall(h, "x", metrics.ToolError)
-	metrics.Breaker(h, "x", false)
-	metrics.LimitTripped(h, "turns")
-	metrics.EscalationRaised(h, "spinning")
-	metrics.TokensUsed(h, 1, 1)
+	record.ModelAttempt(h, "transport", record.AttemptSurfaced)
+	record.ModelRetry(h, "transport", time.Second)
+	record.ToolCall(h, "x", record.ToolError)
+	record.Breaker(h, "x", false)
+	record.LimitTripped(h, "turns")
+	record.EscalationRaised(h, "spinning")
+	record.TokensUsed(h, 1, 1)
 	body := scrape(t, addr)
 
 	names := []string{
-		metrics.ModelAttempts, metrics.ModelRetries, metrics.ModelRetryWait, metrics.ToolCalls,
-		metrics.BreakerOpen, metrics.LimitsTripped, metrics.Escalations, metrics.EscalationsOpen,
-		metrics.Tokens,
+		record.ModelAttempts, record.ModelRetries, record.ModelRetryWait, record.ToolCalls,
+		record.BreakerOpen, record.LimitsTripped, record.Escalations, record.EscalationsOpen,
+		record.Tokens,
 	}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
@@ -202,8 +203,8 @@ func TestInvalidNameIsLoggedNotPanicked(t *testing.T) {
 	// which would take down the worker recording it.
 	require.NotPanics(t, func() {
 		m.Handler().Counter("9 bad name!").Inc(1)
-		m.Handler().Counter(metrics.EscalationsOpen + " !").Inc(1)
+		m.Handler().Counter(record.EscalationsOpen + " !").Inc(1)
 	})
-	metrics.LimitTripped(m.Handler(), "turns")
+	record.LimitTripped(m.Handler(), "turns")
 	require.True(t, hasLine(scrape(t, addr), `keel_limits_tripped_total{limit="turns"} 1`))
 }

@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"context"
+	"github.com/keelrun/keel/metrics/record"
 	"io"
 	"log/slog"
 	"strings"
@@ -16,7 +17,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/keelrun/keel/devserver"
-	"github.com/keelrun/keel/metrics"
 )
 
 const (
@@ -26,7 +26,7 @@ const (
 
 // probe records a Keel metric from workflow code, then runs an activity that records another.
 func probe(ctx workflow.Context) (string, error) {
-	metrics.LimitTripped(workflow.GetMetricsHandler(ctx), "turns")
+	record.LimitTripped(workflow.GetMetricsHandler(ctx), "turns")
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Second})
 	var out string
 	err := workflow.ExecuteActivity(ctx, probeActivity).Get(ctx, &out)
@@ -34,7 +34,7 @@ func probe(ctx workflow.Context) (string, error) {
 }
 
 func probeTool(ctx context.Context) (string, error) {
-	metrics.ToolCall(activity.GetMetricsHandler(ctx), "echo", metrics.ToolOK)
+	record.ToolCall(activity.GetMetricsHandler(ctx), "echo", record.ToolOK)
 	return "done", nil
 }
 

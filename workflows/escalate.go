@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/metrics/record"
 )
 
 const defaultEscalationDeadline = 30 * time.Minute
@@ -30,6 +31,7 @@ func (s *session) escalate(ctx workflow.Context, req *contract.EscalationRequest
 		return e.Answer != nil || s.cancelReq != nil || (durationLimit != nil && durationLimit.IsReady())
 	})
 	stopChain()
+	record.EscalationClosed(workflow.GetMetricsHandler(ctx))
 
 	if s.cancelReq != nil || ctx.Err() != nil {
 		return s.cancelledSummary(ctx, ""), true
@@ -97,6 +99,7 @@ func (s *session) openEscalation(ctx workflow.Context, req *contract.EscalationR
 		Deadline:   now.Add(deadline),
 	}
 	s.escalation = e
+	record.EscalationRaised(workflow.GetMetricsHandler(ctx), req.Reason)
 	s.addEvent(contract.Event{Event: contract.EventEscalation, Escalation: e, Text: e.Summary, Turn: s.state.Turns})
 	return e
 }
@@ -117,6 +120,7 @@ func (s *session) raiseNotice(ctx workflow.Context, f *contract.Failure) {
 		Reason: reason, Class: f.Class, Summary: f.Reason, Attempts: f.Attempts, LastError: f.Reason,
 		Tried: []string{fmt.Sprintf("%d attempt(s) of the model call", f.Attempts)},
 	}, nil)
+	record.EscalationClosed(workflow.GetMetricsHandler(ctx))
 	for _, ch := range s.in.Escalation.Channels {
 		s.notify(ctx, ch, *e)
 	}

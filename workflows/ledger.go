@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/metrics/record"
 )
 
 // checkLimits is the limits ledger's check before a turn: turns and tokens. The duration limit is
@@ -43,6 +44,7 @@ func (s *session) limitSummary(ctx workflow.Context, limit string) contract.Summ
 		Role: contract.RoleUser, Note: "limit", Content: "[keel] " + text + ". The session ended here.",
 	})
 	s.addEvent(contract.Event{Event: contract.EventLimit, Limit: limit, Text: text, Turn: s.state.Turns})
+	record.LimitTripped(workflow.GetMetricsHandler(ctx), limit)
 	sum := s.summary(ctx, contract.StatusLimit, "")
 	sum.Limit = limit
 	sum.Reason = text

@@ -9,12 +9,13 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/metrics/record"
 )
 
 // AgentTurn is one turn: one model call, then each requested tool call in order through the gates
 // (schema, repeat detection, policy), a single-attempt tool activity, and a feedback message.
 func AgentTurn(ctx workflow.Context, in contract.TurnInput) (contract.TurnResult, error) {
-	t := &turn{in: in, repeat: in.Repeat, repairs: copyCounts(in.Repairs)}
+	t := &turn{in: in, repeat: in.Repeat, repairs: copyCounts(in.Repairs), metrics: workflow.GetMetricsHandler(ctx)}
 	return t.run(ctx)
 }
 
@@ -25,6 +26,7 @@ type turn struct {
 	repeat   contract.RepeatState
 	repairs  map[string]int
 	feedback []contract.Message
+	metrics  record.Handler
 }
 
 func (t *turn) run(ctx workflow.Context) (contract.TurnResult, error) {

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/metrics/record"
 	"github.com/keelrun/keel/toolspec"
 )
 
@@ -62,6 +63,7 @@ func (t *turn) runTool(ctx workflow.Context, call contract.ToolCall) error {
 		}
 		// The worker died or the activity timed out mid-call: the outcome is unknown, and the call
 		// is never run again by Temporal.
+		record.ToolCall(workflow.GetMetricsHandler(ctx), call.Name, record.ToolUnknown)
 		t.reply(call, toolspec.OutcomeUnknownFeedback(call.Name, call.Arguments), true)
 		return nil
 	}
@@ -85,6 +87,7 @@ func (t *turn) repairsLeft(tool string) int {
 func (t *turn) rejectArgs(call contract.ToolCall, feedback string) {
 	t.repairs[call.Name]++
 	t.repairs[anyTool]++
+	record.ToolCall(t.metrics, call.Name, record.ToolBlocked)
 	t.reply(call, feedback, true)
 	t.res.Events = append(t.res.Events, contract.Event{Event: contract.EventBlocked, Turn: t.in.Turn, Tool: call.Name, CallID: call.ID, Text: feedback})
 	if t.repairsLeft(call.Name) < 0 {
@@ -111,6 +114,7 @@ func (t *turn) blockRepeat(call contract.ToolCall, n int) {
 	text := toolspec.RepeatFeedback(call.Name, n)
 	t.reply(call, text, true)
 	t.res.Counters.BlockedCalls++
+	record.ToolCall(t.metrics, call.Name, record.ToolBlocked)
 	t.res.Events = append(t.res.Events, contract.Event{Event: contract.EventBlocked, Turn: t.in.Turn, Tool: call.Name, CallID: call.ID, Text: text})
 	if n > repeatThreshold {
 		t.escalateCall(contract.ReasonLoop, call, fmt.Sprintf("the model repeated the same %s call %d times, even after being told to change approach", call.Name, n), text)

@@ -52,20 +52,27 @@ func (m *Manager) Call(ctx context.Context, server, tool, args string) contract.
 		return contract.ToolResult{Content: render(res), Changed: !c.readOnly}
 	case ctx.Err() != nil:
 		return failed(c.cancelled())
-	case errors.As(err, &wire):
-		return failed(c.refused(wire))
 	case notSent(err):
 		m.discard(s, cs)
 		return failed(c.unreachable())
+	case errors.As(err, &wire):
+		return failed(c.refused(wire))
 	default:
 		m.discard(s, cs)
 		return failed(c.broken())
 	}
 }
 
-// notSent reports whether err shows the request never left: the connection to the server could
-// not even be made.
+// codeRejected is the JSON-RPC code the SDK gives a request its transport could not deliver.
+const codeRejected = -32005
+
+// notSent reports whether err shows the request never reached the server: the transport rejected
+// it, or the connection could not even be made.
 func notSent(err error) bool {
+	var wire *jsonrpc.Error
+	if errors.As(err, &wire) && wire.Code == codeRejected {
+		return true
+	}
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
 }

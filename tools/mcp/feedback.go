@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -26,7 +27,7 @@ func (c call) outcome() string {
 }
 
 func (c call) toolError(text string) string {
-	return fmt.Sprintf("The tool %s (MCP server %q) reported a failure — %q. ", c.tool, c.server, detail(text)) +
+	return fmt.Sprintf("The tool %s (MCP server %q) reported a failure (%s). ", c.tool, c.server, detail(text)) +
 		c.errorNext()
 }
 
@@ -79,11 +80,16 @@ func noServerFeedback(server, tool string) string {
 		"Use one of the tools you were given instead.", server, tool)
 }
 
+// jsonPointer finds a JSON Pointer into a schema ("/properties/text"), which schema validators put
+// in their messages and which reads like a file path.
+var jsonPointer = regexp.MustCompile(`(^|[\s("'])/((properties|items|prefixItems|additionalProperties|\$defs|definitions|required|type)\b)`)
+
 // detail makes a server's message fit inside a sentence of feedback: one line, no "a: b: c"
-// chains, at most maxDetail bytes.
+// chains, schema locations without their leading slash, at most maxDetail bytes.
 func detail(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	s = strings.ReplaceAll(s, ": ", " - ")
+	s = jsonPointer.ReplaceAllString(s, "${1}${2}")
 	s = strings.TrimRight(s, ". ")
 	if len(s) > maxDetail {
 		s = strings.ToValidUTF8(s[:maxDetail], "") + "…"

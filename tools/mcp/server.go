@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -102,8 +103,12 @@ func (s *server) close() error {
 	}
 	err := cs.Close()
 	var exit *exec.ExitError
-	if errors.As(err, &exit) {
+	var op *net.OpError
+	switch {
+	case errors.As(err, &exit):
 		return nil // a server that exits non-zero on shutdown has still shut down
+	case errors.As(err, &op) && op.Op == "dial":
+		return nil // a server that is already gone needs no goodbye
 	}
 	return err
 }

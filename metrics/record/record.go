@@ -1,4 +1,7 @@
-package metrics
+// Package record names Keel's own metrics and records them through the Temporal SDK's metrics
+// handler. It is pure (no I/O), so workflow code can use it with workflow.GetMetricsHandler, which
+// skips recording during replay.
+package record
 
 import (
 	"time"
