@@ -7,8 +7,6 @@ package breaker
 import (
 	"sort"
 	"time"
-
-	"github.com/keelrun/keel/contract"
 )
 
 // State names, as they appear in a Decision, a Status and the serialised State.
@@ -64,12 +62,14 @@ type Decision struct {
 }
 
 // Key is the breaker key of a tool: its MCP server ("mcp:" + server name) when it has one, so that
-// one dead server trips once for all its tools, and the tool's own name otherwise.
-func Key(spec contract.ToolSpec) string {
-	if spec.Server != "" {
-		return "mcp:" + spec.Server
+// one dead server trips once for all its tools, and the tool's own name otherwise. It takes the
+// two fields of contract.ToolSpec rather than the spec so that this package imports nothing of
+// Keel's and contract itself may carry a State.
+func Key(tool, server string) string {
+	if server != "" {
+		return "mcp:" + server
 	}
-	return spec.Name
+	return tool
 }
 
 // State holds every breaker of a session. Its zero value is ready to use: all breakers closed.

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/keelrun/keel/contract"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -211,16 +209,13 @@ func assertStatuses(t *testing.T, got, want []Status) {
 }
 
 func TestKey(t *testing.T) {
-	cases := []struct {
-		spec contract.ToolSpec
-		want string
-	}{
-		{contract.ToolSpec{Name: "read_file"}, "read_file"},
-		{contract.ToolSpec{Name: "flaky_lookup", Server: "flaky"}, "mcp:flaky"},
+	cases := []struct{ tool, server, want string }{
+		{"read_file", "", "read_file"},
+		{"flaky_lookup", "flaky", "mcp:flaky"},
 	}
 	for _, tc := range cases {
-		if got := Key(tc.spec); got != tc.want {
-			t.Errorf("Key(%+v) = %q, want %q", tc.spec, got, tc.want)
+		if got := Key(tc.tool, tc.server); got != tc.want {
+			t.Errorf("Key(%q, %q) = %q, want %q", tc.tool, tc.server, got, tc.want)
 		}
 	}
 }

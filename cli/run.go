@@ -12,12 +12,14 @@ import (
 
 	"github.com/keelrun/keel/app"
 	"github.com/keelrun/keel/config"
+	"github.com/keelrun/keel/contract"
 	"github.com/keelrun/keel/fakegw"
 )
 
 func runCmd(g *globals) *cobra.Command {
 	var dev bool
 	var workdir, output string
+	var job contract.JobKey
 	cmd := &cobra.Command{
 		Use:   "run [--dev] [--workdir DIR] TASK",
 		Short: "Run a task with the configured provider",
@@ -51,7 +53,12 @@ func runCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			sum, err := startSession(ctx, c, cfg, sessionSpec{workflowID: newWorkflowID("run"), task: args[0], workdir: abs, output: output}, p)
+			spec := sessionSpec{workflowID: newWorkflowID("run"), task: args[0], workdir: abs, output: output}
+			if job.Repository != "" {
+				job.Model = cfg.Gateway.Model
+				spec.workflowID, spec.job = job.WorkflowID(), true
+			}
+			sum, err := startSession(ctx, c, cfg, spec, p)
 			if err != nil {
 				return err
 			}
@@ -62,6 +69,10 @@ func runCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&job.Repository, "repo", "", "job key: repository; with it, a second start of the same job attaches to the first")
+	cmd.Flags().StringVar(&job.Commit, "commit", "", "job key: commit")
+	cmd.Flags().StringVar(&job.Path, "path", "", "job key: path in the repository")
+	cmd.Flags().StringVar(&job.PromptVersion, "prompt-version", "v1", "job key: prompt version")
 	cmd.Flags().BoolVar(&dev, "dev", false, "bring up a local dev server and an in-process worker if none is running")
 	cmd.Flags().StringVar(&workdir, "workdir", ".", "the work directory the tools are confined to")
 	cmd.Flags().StringVar(&output, "output", "text", "text or jsonl")

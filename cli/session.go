@@ -10,6 +10,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -25,6 +26,8 @@ type sessionSpec struct {
 	workdir    string
 	inject     string
 	output     string
+	// job is true when the workflow ID comes from a job key: a finished job is not run again.
+	job bool
 }
 
 // startSession starts (or, for the same workflow ID, attaches to) a session, follows it until it
@@ -48,16 +51,29 @@ func startSession(ctx context.Context, c client.Client, cfg config.Config, spec 
 		Inject:       spec.inject,
 		Escalation:   cfg.Escalation.EscalationPolicy,
 	}
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	opts := client.StartWorkflowOptions{
 		ID:                       spec.workflowID,
 		TaskQueue:                cfg.Temporal.TaskQueue,
 		StaticSummary:            clip(spec.task, 200),
 		StaticDetails:            staticDetails(in),
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(contract.StatusKey.ValueSet(contract.StatusRunning)),
-	}, contract.SessionWorkflow, in)
-	if err != nil {
+	}
+	if spec.job {
+		opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
+	}
+	run, err := c.ExecuteWorkflow(ctx, opts, contract.SessionWorkflow, in)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	switch {
+	case errors.As(err, &started) && spec.job:
+		// The job already ran: return that run's result instead of running it twice.
+		run = c.GetWorkflow(ctx, spec.workflowID, "")
+		p.info(fmt.Sprintf("job %s already ran; its result follows", spec.workflowID))
+	case err != nil:
 		return contract.Summary{}, fmt.Errorf("starting the session: %w", err)
+	default:
+		// A second starter of the same running job attaches to it: ask for its live events too.
+		_ = c.SignalWorkflow(ctx, run.GetID(), "", contract.SignalAttachSink, contract.AttachSink{URL: sink.URL()})
 	}
 	p.info(fmt.Sprintf("session %s started; Web UI: %s", run.GetID(), uiLink(cfg, run.GetID())))
 	f := &follower{c: c, workflowID: run.GetID(), p: p, sink: sink, interactive: spec.output == "text" && stdinIsTerminal()}
@@ -102,10 +118,4 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n-3] + "..."
-}
-
-// isNotFound reports a workflow the server does not know.
-func isNotFound(err error) bool {
-	var nf interface{ Error() string }
-	return errors.As(err, &nf) && strings.Contains(strings.ToLower(err.Error()), "not found")
 }

@@ -31,6 +31,12 @@ func (m *Manager) Call(ctx context.Context, server, tool, args string) contract.
 		return failed(noServerFeedback(server, tool))
 	}
 	info, known := m.resolve(server, tool)
+	if !known && !m.listed(server) {
+		// A fresh worker may run a call before it has listed anything; learn the names first so
+		// an exposed alias finds its tool and the read-only hint is known.
+		_, _ = m.Tools(ctx)
+		info, known = m.resolve(server, tool)
+	}
 	c := call{server: server, tool: tool, readOnly: info.readOnly && known}
 	arguments, ok := objectArgs(args)
 	if !ok {

@@ -236,3 +236,15 @@ func TestCallAfterClose(t *testing.T) {
 		t.Fatalf("echo reached the server %d times after close, want 1 in all", counts.Echoes.Load())
 	}
 }
+
+func TestCallBeforeListingFindsAliases(t *testing.T) {
+	ctx := testCtx(t)
+	urlA, _ := serveFlaky(t)
+	urlB, countsB := serveFlaky(t)
+	m := newManager(t, ServerConfig{Name: "a", URL: urlA}, ServerConfig{Name: "b", URL: urlB})
+	res := m.Call(ctx, "b", "b__"+flaky.LookupTool, `{"query":"x"}`)
+	assertFeedback(t, res, flaky.Unavailable, "It only reads, so nothing changed")
+	if countsB.Lookups.Load() != 1 {
+		t.Fatalf("the lookup reached b %d times, want 1", countsB.Lookups.Load())
+	}
+}

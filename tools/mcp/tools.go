@@ -31,6 +31,7 @@ type listed struct {
 // naming what failed, for the operator's log.
 func (m *Manager) Tools(ctx context.Context) ([]contract.ToolSpec, error) {
 	var all []listed
+	var answered []string
 	var errs []error
 	for _, s := range m.servers {
 		tools, err := m.list(ctx, s)
@@ -38,14 +39,18 @@ func (m *Manager) Tools(ctx context.Context) ([]contract.ToolSpec, error) {
 			errs = append(errs, err)
 			continue
 		}
+		answered = append(answered, s.cfg.Name)
 		for _, t := range tools {
 			all = append(all, listed{server: s.cfg.Name, tool: t})
 		}
 	}
 	specs, names := expose(all)
 	m.mu.Lock()
-	for server, byName := range names {
-		m.names[server] = byName
+	for _, server := range answered {
+		m.names[server] = names[server]
+		if m.names[server] == nil {
+			m.names[server] = map[string]toolInfo{}
+		}
 	}
 	m.mu.Unlock()
 	return specs, errors.Join(errs...)
@@ -166,4 +171,12 @@ func (m *Manager) resolve(server, name string) (info toolInfo, known bool) {
 		return info, true
 	}
 	return toolInfo{name: name}, false
+}
+
+// listed reports whether server's tools have been listed.
+func (m *Manager) listed(server string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.names[server]
+	return ok
 }
