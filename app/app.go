@@ -77,7 +77,7 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string) (*act
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := store.Open(ctx, cfg.Store.Backend, storeLocation(cfg))
+	st, err := OpenStore(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -91,11 +91,13 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string) (*act
 	return acts, func() { _ = st.Close() }, nil
 }
 
-func storeLocation(cfg config.Config) string {
+// OpenStore opens the configured transcript store.
+func OpenStore(ctx context.Context, cfg config.Config) (store.Store, error) {
+	loc := cfg.Store.Path
 	if cfg.Store.Backend == "postgres" {
-		return cfg.Store.DSN
+		loc = cfg.Store.DSN
 	}
-	return cfg.Store.Path
+	return store.Open(ctx, cfg.Store.Backend, loc)
 }
 
 // Notifiers builds the escalation channels named in the configuration.

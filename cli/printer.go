@@ -59,6 +59,15 @@ func (t *textPrinter) event(e contract.Event) {
 			mark = "✗"
 		}
 		t.line(fmt.Sprintf("  %s %s", mark, firstLines(e.Text, 3)))
+	case contract.EventMessage:
+		switch {
+		case e.Class == contract.RoleTool:
+			t.line(fmt.Sprintf("  [%s result] %s", e.Tool, firstLines(e.Text, 3)))
+		case e.Arguments != "":
+			t.line(fmt.Sprintf("[%s] %s → %s", e.Class, e.Text, clip(e.Arguments, 160)))
+		default:
+			t.line(fmt.Sprintf("[%s] %s", e.Class, firstLines(e.Text, 6)))
+		}
 	case contract.EventEscalation:
 		if e.Escalation != nil {
 			t.line("! " + escalation.Text(*e.Escalation))

@@ -15,6 +15,8 @@ const (
 	EventAnswer     = "answer"
 	EventNotice     = "notice"
 	EventSummary    = "summary"
+	// EventMessage is one transcript message, as `starter watch` replays them (Class holds the role).
+	EventMessage = "message"
 )
 
 // Event is one thing that happened in a session, for the user's terminal. Activities post live
