@@ -34,9 +34,16 @@ type liveRun struct {
 // startLive starts the starter with --output jsonl among args and reads its events as they come.
 func startLive(t testing.TB, extraEnv []string, args ...string) *liveRun {
 	t.Helper()
+	return startLiveEnv(t, env.StarterEnv(t, extraEnv...), args...)
+}
+
+// startLiveEnv is startLive with a whole environment, for processes that must share one state
+// folder and task queue.
+func startLiveEnv(t testing.TB, environ []string, args ...string) *liveRun {
+	t.Helper()
 	l := &liveRun{t: t, cmd: exec.Command(starter, args...)}
 	l.cond = sync.NewCond(&l.mu)
-	l.cmd.Env = env.StarterEnv(t, extraEnv...)
+	l.cmd.Env = environ
 	l.cmd.Stderr = &l.stderr
 	out, err := l.cmd.StdoutPipe()
 	if err != nil {

@@ -1,0 +1,132 @@
+package bench
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/gateway"
+	"github.com/keelrun/keel/store"
+	"github.com/keelrun/keel/tools"
+)
+
+// overheadTurns is the length of the sessions BenchmarkTurnOverhead compares: 20 tool turns plus
+// the final answer.
+const overheadTurns = 20
+
+// overheadRounds alternates Keel and floor runs this many times, so background load hits both.
+const overheadRounds = 3
+
+// BenchmarkTurnOverhead runs a 21-turn Keel session (20 list_dir turns and an answer) against
+// the same loop as plain Go calls in this process and against Temporal's floor (a parent running
+// 21 children with two no-op activities each), on one server, alternating Keel and floor runs.
+func BenchmarkTurnOverhead(b *testing.B) {
+	ctx := benchContext(b)
+	srv := startServer(b, ctx, KeelDynamicConfig(nil))
+	rig := startRig(b, srv, RigOptions{ToolTurns: overheadTurns})
+	turns := overheadTurns + 1
+	// Warm up both paths (worker caches, task queue partitions), unmeasured.
+	if _, _, err := rig.RunSession(ctx, uniq("warm-keel"), uniq("warm")); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := rig.RunFloor(ctx, uniq("warm-floor"), turns); err != nil {
+		b.Fatal(err)
+	}
+	var keel, floor, plain []time.Duration
+	for i := 0; i < b.N; i++ {
+		for range overheadRounds {
+			_, d, err := rig.RunSession(ctx, uniq("keel"), uniq("task"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			keel = append(keel, d/time.Duration(turns))
+			fd, err := rig.RunFloor(ctx, uniq("floor"), turns)
+			if err != nil {
+				b.Fatal(err)
+			}
+			floor = append(floor, fd/time.Duration(turns))
+			plain = append(plain, plainLoop(b, ctx, rig.Workdir, overheadTurns)/time.Duration(turns))
+		}
+	}
+	k, f, p := Percentile(keel, 0.5), Percentile(floor, 0.5), Percentile(plain, 0.5)
+	b.ReportMetric(Ms(k), "keel-ms/turn")
+	b.ReportMetric(Ms(f), "floor-ms/turn")
+	b.ReportMetric(Ms(p)*1000, "plain-µs/turn")
+	b.ReportMetric(float64(k)/float64(f), "keel/floor")
+	b.ReportMetric(float64(k)/float64(p), "keel/plain")
+	b.ReportMetric(0, "ns/op")
+	b.Logf("per turn (median of %d): keel %.1f ms, floor %.1f ms, plain %.1f µs; all keel %v; all floor %v",
+		len(keel), Ms(k), Ms(f), Ms(p)*1000, keel, floor)
+	if testing.Verbose() {
+		logTimelines(b, ctx, rig)
+	}
+}
+
+// plainLoop is a Keel session without Temporal: the same scripted model, the same transcript
+// store and the same list_dir tool, called directly, toolTurns+1 times.
+func plainLoop(b *testing.B, ctx context.Context, workdir string, toolTurns int) time.Duration {
+	st, err := store.OpenFile(filepath.Join(b.TempDir(), "store"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	model := &Scripted{ToolTurns: toolTurns}
+	box := &tools.Box{Root: workdir}
+	start := time.Now()
+	head, err := st.Append(ctx, "", []contract.Message{{Role: contract.RoleUser, Content: "plain"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for turn := 1; ; turn++ {
+		msgs, err := st.Load(ctx, head)
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp, err := model.Stream(ctx, gateway.Request{Messages: msgs}, func(string) {})
+		if err != nil {
+			b.Fatal(err)
+		}
+		batch := []contract.Message{resp.Message}
+		for _, call := range resp.Message.ToolCalls {
+			res := box.Run(ctx, call, tools.RunOptions{})
+			batch = append(batch, contract.Message{Role: contract.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: res.Content})
+		}
+		if head, err = st.Append(ctx, head, batch); err != nil {
+			b.Fatal(err)
+		}
+		if len(resp.Message.ToolCalls) == 0 {
+			if turn != toolTurns+1 {
+				b.Fatalf("plain loop answered after %d turns, want %d", turn, toolTurns+1)
+			}
+			return time.Since(start)
+		}
+	}
+}
+
+// logTimelines prints where one Keel turn's and one floor turn's time goes.
+func logTimelines(b *testing.B, ctx context.Context, rig *Rig) {
+	id := uniq("timeline-keel")
+	if _, _, err := rig.RunSession(ctx, id, uniq("timeline")); err != nil {
+		b.Fatal(err)
+	}
+	for _, wid := range []string{contract.TurnWorkflowID(id, 2), id} {
+		evs, err := History(ctx, rig.Client, wid, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if wid == id && len(evs) > 40 {
+			evs = evs[:40]
+		}
+		b.Logf("%s:\n%s", wid, Timeline(evs))
+	}
+	fid := uniq("timeline-floor")
+	if _, err := rig.RunFloor(ctx, fid, 3); err != nil {
+		b.Fatal(err)
+	}
+	evs, err := History(ctx, rig.Client, fid+"/turn-2", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("floor turn 2:\n%s", Timeline(evs))
+}
