@@ -17,6 +17,8 @@ import (
 	"github.com/keelrun/keel/events"
 	"github.com/keelrun/keel/gateway"
 	"github.com/keelrun/keel/store"
+	"github.com/keelrun/keel/tools/mcp"
+	"github.com/keelrun/keel/toolspec"
 )
 
 // Activities are the dependencies of every activity.
@@ -30,6 +32,8 @@ type Activities struct {
 	Rand func() float64
 	// OutputCap bounds a command's kept output in bytes; zero takes the tools default.
 	OutputCap int
+	// MCP serves the tools of the configured MCP servers; nil when there are none.
+	MCP *mcp.Manager
 
 	// lastClass remembers the failure class of each model call's previous attempt in this
 	// process, so a schema retry can carry the stricter instruction.
@@ -41,6 +45,22 @@ func (a *Activities) Register(w worker.ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.CallModel, activity.RegisterOptions{Name: contract.CallModelActivity})
 	w.RegisterActivityWithOptions(a.RunTool, activity.RegisterOptions{Name: contract.RunToolActivity})
 	w.RegisterActivityWithOptions(a.NotifyEscalation, activity.RegisterOptions{Name: contract.NotifyActivity})
+	w.RegisterActivityWithOptions(a.ListTools, activity.RegisterOptions{Name: contract.ListToolsActivity})
+}
+
+// ListTools returns the tools a new session offers the model: the built-in ones, then those of the
+// MCP servers that answer. A server that does not answer is logged and left out rather than
+// failing the session; its tools simply are not offered.
+func (a *Activities) ListTools(ctx context.Context) ([]contract.ToolSpec, error) {
+	specs := toolspec.Builtin()
+	if a.MCP == nil {
+		return specs, nil
+	}
+	more, err := a.MCP.Tools(ctx)
+	if err != nil {
+		activity.GetLogger(ctx).Warn("some MCP servers did not list their tools", "error", err)
+	}
+	return append(specs, more...), nil
 }
 
 // NotifyEscalation sends one escalation notice. The notifiers are idempotent by escalation id, so

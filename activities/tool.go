@@ -20,8 +20,13 @@ func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (con
 		Tool: req.Call.Name, CallID: req.Call.ID, Arguments: req.Call.Arguments,
 	})
 	stop := keepBeating(ctx, func() any { return req.Call.ID })
-	box := &tools.Box{Root: req.Workdir, Policy: req.Policy, OutputCap: a.OutputCap}
-	res := box.Run(ctx, req.Call, tools.RunOptions{SessionID: req.SessionID, Inject: req.Inject})
+	var res contract.ToolResult
+	if req.Server != "" && a.MCP != nil {
+		res = a.MCP.Call(ctx, req.Server, req.Call.Name, req.Call.Arguments)
+	} else {
+		box := &tools.Box{Root: req.Workdir, Policy: req.Policy, OutputCap: a.OutputCap}
+		res = box.Run(ctx, req.Call, tools.RunOptions{SessionID: req.SessionID, Inject: req.Inject})
+	}
 	stop()
 	outcome := record.ToolOK
 	if res.IsError {

@@ -25,6 +25,7 @@ import (
 	"github.com/keelrun/keel/gateway"
 	"github.com/keelrun/keel/metrics"
 	"github.com/keelrun/keel/store"
+	"github.com/keelrun/keel/tools/mcp"
 	"github.com/keelrun/keel/workflows"
 )
 
@@ -88,7 +89,15 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string) (*act
 		Notifiers: Notifiers(cfg),
 		OutputCap: cfg.OutputCap,
 	}
-	return acts, func() { _ = st.Close() }, nil
+	if len(cfg.MCP) > 0 {
+		acts.MCP = mcp.NewManager(cfg.MCP)
+	}
+	return acts, func() {
+		if acts.MCP != nil {
+			_ = acts.MCP.Close()
+		}
+		_ = st.Close()
+	}, nil
 }
 
 // OpenStore opens the configured transcript store.

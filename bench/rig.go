@@ -81,6 +81,7 @@ func NewRig(c client.Client, address string, opts RigOptions) (*Rig, error) {
 		app.RegisterWorkflows(w)
 		acts.Register(w)
 	}
+	registerListToolsShim(w, acts)
 	RegisterFloor(w)
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("starting the bench worker: %w", err)
@@ -159,7 +160,10 @@ func (r *Rig) RunFloor(ctx context.Context, id string, turns int) (time.Duration
 	if err != nil {
 		return 0, err
 	}
-	return time.Since(start), WaitFloor(ctx, run, turns)
+	if err := WaitFloor(ctx, run, turns); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
 }
 
 // WaitFloor waits for a floor parent and checks it ran every turn.

@@ -3,15 +3,21 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/keelrun/keel/app"
 	"github.com/keelrun/keel/config"
 	"github.com/keelrun/keel/demo"
+	"github.com/keelrun/keel/fakegw"
+	"github.com/keelrun/keel/internal/flakymcp/flaky"
+	"github.com/keelrun/keel/tools/mcp"
 )
 
 // InjectModes are the faults `demo --inject` accepts: gateway faults, model behaviours and tool
@@ -74,6 +80,13 @@ func runDemo(ctx context.Context, g *globals, cfg config.Config, p printer, inje
 	if err := app.EnsureSearchAttributes(ctx, c, cfg.Temporal.Namespace); err != nil {
 		return err
 	}
+	if inject == "breaker" {
+		stopMCP, err := serveFlakyMCP(&cfg)
+		if err != nil {
+			return err
+		}
+		defer stopMCP()
+	}
 	stop, err := app.StartWorker(ctx, c, cfg, stack.GatewayURL(cfg.Gateway.Provider))
 	if err != nil {
 		return err
@@ -101,4 +114,21 @@ func runDemo(ctx context.Context, g *globals, cfg config.Config, p printer, inje
 		return &exitError{code: code}
 	}
 	return nil
+}
+
+// serveFlakyMCP serves, for the breaker fault, an MCP server whose flaky_lookup always fails, and
+// configures it with read_file as the fallback the model is offered once its breaker opens.
+func serveFlakyMCP(cfg *config.Config) (func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("serving the flaky MCP server: %w", err)
+	}
+	srv := &http.Server{Handler: flaky.Handler(flaky.NewServer(nil)), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	cfg.MCP = append(cfg.MCP, mcp.ServerConfig{Name: "flaky", URL: "http://" + ln.Addr().String() + "/mcp"})
+	if cfg.Tools.Fallbacks == nil {
+		cfg.Tools.Fallbacks = map[string]string{}
+	}
+	cfg.Tools.Fallbacks[fakegw.FlakyTool] = "read_file"
+	return func() { _ = srv.Close() }, nil
 }

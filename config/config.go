@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/tools/mcp"
 )
 
 // Config is the whole configuration. docs/configuration.md documents every key.
@@ -30,6 +31,8 @@ type Config struct {
 	Escalation Escalation
 	Metrics    Metrics
 	Events     Events
+	// MCP lists the MCP servers whose tools the sessions get.
+	MCP []mcp.ServerConfig
 }
 
 // Temporal says where the Temporal server is.
@@ -149,6 +152,11 @@ var defaults = map[string]any{
 	"tools.command_timeout":           "60s",
 	"tools.approval_timeout":          "10m",
 	"tools.output_cap":                16384,
+	"tools.breaker.failures":          5,
+	"tools.breaker.window":            "2m",
+	"tools.breaker.cooldown":          "60s",
+	"tools.fallbacks":                 map[string]string{},
+	"mcp.servers":                     []any{},
 	"store.backend":                   "file",
 	"store.path":                      "",
 	"store.dsn":                       "",
@@ -240,7 +248,7 @@ func readFile(v *viper.Viper, path string) error {
 		return &Error{Key: "file", Msg: fmt.Sprintf("reading %s: %v", path, err)}
 	}
 	for _, k := range v.AllKeys() {
-		if _, ok := defaults[k]; !ok {
+		if _, ok := defaults[k]; !ok && !strings.HasPrefix(k, "tools.fallbacks.") {
 			return &Error{Key: k, Msg: fmt.Sprintf("unknown key in %s", path)}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/viper"
 
+	"github.com/keelrun/keel/breaker"
 	"github.com/keelrun/keel/contract"
 )
 
@@ -94,7 +95,21 @@ func decode(v *viper.Viper) (Config, error) {
 		CommandTimeout:  d.dur("tools.command_timeout"),
 		ApprovalTimeout: d.dur("tools.approval_timeout"),
 	}
+	c.Tools.Breaker = breaker.Config{
+		Failures: int(d.integer("tools.breaker.failures")),
+		Window:   d.dur("tools.breaker.window"),
+		Cooldown: d.dur("tools.breaker.cooldown"),
+	}
+	c.Tools.Fallbacks = v.GetStringMapString("tools.fallbacks")
 	c.OutputCap = int(d.integer("tools.output_cap"))
+	if err := v.UnmarshalKey("mcp.servers", &c.MCP); err != nil && d.err == nil {
+		d.err = &Error{Key: "mcp.servers", Msg: "want a list of {name, command: [...]} or {name, url}: " + err.Error()}
+	}
+	for _, s := range c.MCP {
+		if d.err == nil && (s.Name == "" || (len(s.Command) == 0) == (s.URL == "")) {
+			d.err = &Error{Key: "mcp.servers", Msg: fmt.Sprintf("server %q needs a name and exactly one of command or url", s.Name)}
+		}
+	}
 	c.Store = Store{Backend: d.oneOf("store.backend", "file", "postgres"), Path: v.GetString("store.path"), DSN: v.GetString("store.dsn")}
 	if c.Store.Path == "" {
 		c.Store.Path = filepath.Join(c.Dev.StateDir, "store")

@@ -1,9 +1,13 @@
 // Package contract is the one place where Keel's workflows, activities, worker, starter and
-// escalation channels agree on names and payloads. It is a leaf: it imports nothing of Keel's and
-// does no I/O, so workflow code may use every part of it.
+// escalation channels agree on names and payloads. It imports nothing of Keel's but the pure
+// breaker state it carries, and does no I/O, so workflow code may use every part of it.
 package contract
 
-import "time"
+import (
+	"time"
+
+	"github.com/keelrun/keel/breaker"
+)
 
 // TaskQueue is the default task queue that workers poll and starters target.
 const TaskQueue = "keel"
@@ -18,6 +22,7 @@ const (
 // Activity type names.
 const (
 	CallModelActivity = "CallModel"
+	ListToolsActivity = "ListTools"
 	RunToolActivity   = "RunTool"
 	NotifyActivity    = "NotifyEscalation"
 )
@@ -138,4 +143,8 @@ type ToolPolicy struct {
 	ApprovalTimeout time.Duration `json:"approval_timeout,omitempty"`
 	// CommandTimeout bounds one run_command call.
 	CommandTimeout time.Duration `json:"command_timeout,omitempty"`
+	// Breaker shapes the circuit breaker of every tool and MCP server.
+	Breaker breaker.Config `json:"breaker,omitzero"`
+	// Fallbacks names, per tool, the tool the model is offered while the first one's breaker is open.
+	Fallbacks map[string]string `json:"fallbacks,omitempty"`
 }

@@ -1,6 +1,10 @@
 package contract
 
-import "time"
+import (
+	"time"
+
+	"github.com/keelrun/keel/breaker"
+)
 
 // SessionInput starts one AgentSession. It is also the state carried across continue-as-new and
 // into a fork, through Carry.
@@ -40,6 +44,11 @@ type SessionState struct {
 	// Events are the most recent session-level events; EventSeq numbers them across runs.
 	Events   []Event `json:"events,omitempty"`
 	EventSeq int     `json:"event_seq,omitempty"`
+	// Breakers are the circuit breakers of the session's tools.
+	Breakers breaker.State `json:"breakers,omitzero"`
+	// Tools are the tools offered to the model: the built-in ones and those of the MCP servers,
+	// listed once when the session starts.
+	Tools []ToolSpec `json:"tools,omitempty"`
 }
 
 // MaxKeptEvents bounds the session-level events a session keeps for its status query.

@@ -1,5 +1,7 @@
 package contract
 
+import "github.com/keelrun/keel/breaker"
+
 // TurnInput is the input of one AgentTurn child workflow.
 type TurnInput struct {
 	SessionID string `json:"session_id"`
@@ -21,6 +23,8 @@ type TurnInput struct {
 	// Repairs counts rejected (unparsable or schema-violating) calls per tool, plus the key "*"
 	// for consecutive rejections of any tool; a person is asked once a count passes RepairCap.
 	Repairs map[string]int `json:"repairs,omitempty"`
+	// Breakers carries the circuit breakers from turn to turn.
+	Breakers breaker.State `json:"breakers,omitzero"`
 }
 
 // RepairCap is how many argument repairs a tool gets before the session escalates.
@@ -43,6 +47,7 @@ type TurnResult struct {
 	Counters Counters       `json:"counters"`
 	Repeat   RepeatState    `json:"repeat"`
 	Repairs  map[string]int `json:"repairs,omitempty"`
+	Breakers breaker.State  `json:"breakers,omitzero"`
 	// Failure is set when the turn surfaced a failure it could not handle itself.
 	Failure *Failure `json:"failure,omitempty"`
 	// Cancelled is true when the turn stopped because it was cancelled.

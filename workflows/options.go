@@ -60,6 +60,17 @@ func toolOptions(call contract.ToolCall, policy contract.ToolPolicy) workflow.Ac
 	}
 }
 
+// Version markers of changes to running sessions (see docs/operations.md, "Versioning").
+const versionListTools = "list-tools"
+
+func listToolsOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		Summary:             "list tools",
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
+	}
+}
+
 func notifyOptions(channel string) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: notifyTimeout,

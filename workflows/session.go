@@ -19,6 +19,9 @@ func AgentSession(ctx workflow.Context, in contract.SessionInput) (contract.Summ
 	if err := s.registerHandlers(ctx); err != nil {
 		return contract.Summary{}, fmt.Errorf("registering session handlers: %w", err)
 	}
+	if err := s.listTools(ctx); err != nil {
+		return contract.Summary{}, err
+	}
 	return s.run(ctx)
 }
 
@@ -26,7 +29,6 @@ func AgentSession(ctx workflow.Context, in contract.SessionInput) (contract.Summ
 type session struct {
 	in     contract.SessionInput
 	state  contract.SessionState
-	tools  []contract.ToolSpec
 	status string
 	sinks  []string
 
@@ -48,8 +50,25 @@ func newSession(ctx workflow.Context, in contract.SessionInput) *session {
 		s.state.StartedAt = workflow.Now(ctx)
 		s.state.Pending = initialMessages(in)
 	}
-	s.tools = toolspec.Builtin()
 	return s
+}
+
+// listTools fixes the tools of the session once: the built-in ones and those the worker's MCP
+// servers serve. Sessions started before MCP support (version DefaultVersion) keep the built-in
+// tools, so their histories still replay.
+func (s *session) listTools(ctx workflow.Context) error {
+	if len(s.state.Tools) > 0 {
+		return nil
+	}
+	if workflow.GetVersion(ctx, versionListTools, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		s.state.Tools = toolspec.Builtin()
+		return nil
+	}
+	actx := workflow.WithActivityOptions(ctx, listToolsOptions())
+	if err := workflow.ExecuteActivity(actx, contract.ListToolsActivity).Get(actx, &s.state.Tools); err != nil {
+		return fmt.Errorf("listing the session's tools: %w", err)
+	}
+	return nil
 }
 
 func initialMessages(in contract.SessionInput) []contract.Message {
@@ -166,7 +185,7 @@ func (s *session) turnInput(ctx workflow.Context, turn int) contract.TurnInput {
 		Turn:      turn,
 		Head:      s.state.Head,
 		Pending:   s.state.Pending,
-		Tools:     s.tools,
+		Tools:     s.state.Tools,
 		Model:     s.in.Model,
 		Workdir:   s.in.Workdir,
 		Policy:    s.in.Policy,
@@ -175,6 +194,7 @@ func (s *session) turnInput(ctx workflow.Context, turn int) contract.TurnInput {
 		Inject:    s.in.Inject,
 		Repeat:    s.state.Repeat,
 		Repairs:   s.state.Repairs,
+		Breakers:  s.state.Breakers,
 	}
 }
 
@@ -191,6 +211,7 @@ func (s *session) absorb(ctx workflow.Context, turn int, res contract.TurnResult
 	if res.Repairs != nil {
 		s.state.Repairs = res.Repairs
 	}
+	s.state.Breakers = res.Breakers
 	for _, e := range res.Events {
 		s.addEvent(e)
 	}

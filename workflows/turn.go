@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/keelrun/keel/breaker"
 	"github.com/keelrun/keel/contract"
 	"github.com/keelrun/keel/metrics/record"
 )
@@ -15,7 +16,7 @@ import (
 // AgentTurn is one turn: one model call, then each requested tool call in order through the gates
 // (schema, repeat detection, policy), a single-attempt tool activity, and a feedback message.
 func AgentTurn(ctx workflow.Context, in contract.TurnInput) (contract.TurnResult, error) {
-	t := &turn{in: in, repeat: in.Repeat, repairs: copyCounts(in.Repairs), metrics: workflow.GetMetricsHandler(ctx)}
+	t := &turn{in: in, repeat: in.Repeat, repairs: copyCounts(in.Repairs), breakers: in.Breakers, metrics: workflow.GetMetricsHandler(ctx)}
 	return t.run(ctx)
 }
 
@@ -26,6 +27,7 @@ type turn struct {
 	repeat   contract.RepeatState
 	repairs  map[string]int
 	feedback []contract.Message
+	breakers breaker.State
 	metrics  record.Handler
 }
 
@@ -130,6 +132,7 @@ func (t *turn) finish() contract.TurnResult {
 	t.res.Pending = t.feedback
 	t.res.Repeat = t.repeat
 	t.res.Repairs = t.repairs
+	t.res.Breakers = t.breakers
 	return t.res
 }
 

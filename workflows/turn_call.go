@@ -3,10 +3,12 @@ package workflows
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/keelrun/keel/breaker"
 	"github.com/keelrun/keel/contract"
 	"github.com/keelrun/keel/metrics/record"
 	"github.com/keelrun/keel/toolspec"
@@ -44,15 +46,36 @@ func (t *turn) handleCall(ctx workflow.Context, call contract.ToolCall) error {
 		t.escalateCall(contract.ReasonPolicy, call, "a call outside the tool policy: "+why, text)
 		return nil
 	}
-	return t.runTool(ctx, call)
+	key := breaker.Key(spec.Name, spec.Server)
+	if d := t.breakers.Allow(t.in.Policy.Breaker, key, workflow.Now(ctx)); !d.Run {
+		t.refuseOpen(call, key)
+		return nil
+	}
+	return t.runTool(ctx, call, spec.Server, key)
 }
 
-// runTool runs the single-attempt tool activity and feeds its result back.
-func (t *turn) runTool(ctx workflow.Context, call contract.ToolCall) error {
+// refuseOpen answers a call whose breaker is open at once, with no activity, offering the
+// configured fallback when that tool is there and its own breaker would let it run.
+func (t *turn) refuseOpen(call contract.ToolCall, key string) {
+	fallback := t.in.Policy.Fallbacks[call.Name]
+	if fb, ok := toolspec.Lookup(t.in.Tools, fallback); !ok || fb.Name == call.Name {
+		fallback = ""
+	}
+	text := toolspec.BreakerOpenFeedback(call.Name, fallback)
+	t.reply(call, text, true)
+	t.res.Counters.BlockedCalls++
+	record.ToolCall(t.metrics, call.Name, record.ToolBlocked)
+	record.Breaker(t.metrics, key, true)
+	t.res.Events = append(t.res.Events, contract.Event{Event: contract.EventBlocked, Turn: t.in.Turn, Tool: call.Name, CallID: call.ID, Text: text})
+}
+
+// runTool runs the single-attempt tool activity, feeds its result back, and tells the tool's
+// breaker how the call ended (cancellations are not counted).
+func (t *turn) runTool(ctx workflow.Context, call contract.ToolCall, server, key string) error {
 	actx := workflow.WithActivityOptions(ctx, toolOptions(call, t.in.Policy))
 	req := contract.ToolRequest{
 		SessionID: t.in.SessionID, Turn: t.in.Turn, Call: call, Workdir: t.in.Workdir,
-		Policy: t.in.Policy, Sinks: t.in.Sinks, Inject: t.in.Inject,
+		Policy: t.in.Policy, Sinks: t.in.Sinks, Inject: t.in.Inject, Server: server,
 	}
 	var res contract.ToolResult
 	err := workflow.ExecuteActivity(actx, contract.RunToolActivity, req).Get(actx, &res)
@@ -64,8 +87,17 @@ func (t *turn) runTool(ctx workflow.Context, call contract.ToolCall) error {
 		// The worker died or the activity timed out mid-call: the outcome is unknown, and the call
 		// is never run again by Temporal.
 		record.ToolCall(workflow.GetMetricsHandler(ctx), call.Name, record.ToolUnknown)
+		if server != "" {
+			t.breakers.Record(t.in.Policy.Breaker, key, workflow.Now(ctx), false)
+		}
 		t.reply(call, toolspec.OutcomeUnknownFeedback(call.Name, call.Arguments), true)
 		return nil
+	}
+	// Only MCP servers trip breakers: a failing built-in tool runs in this worker and its failures
+	// are the model's to fix (a missing file), not an outage.
+	if server != "" && !toolspec.IsPolicyViolation(res) {
+		t.breakers.Record(t.in.Policy.Breaker, key, workflow.Now(ctx), !res.IsError)
+		record.Breaker(t.metrics, key, breakerOpen(t.breakers, key, workflow.Now(ctx)))
 	}
 	t.reply(call, res.Content, res.IsError)
 	switch {
@@ -137,4 +169,14 @@ func (t *turn) escalateCall(reason string, call contract.ToolCall, summary, last
 		Calls:     []contract.ToolCall{call},
 		Tried:     []string{fmt.Sprintf("turn %d: %s %s", t.in.Turn, call.Name, clip(call.Arguments, 200))},
 	}
+}
+
+// breakerOpen reports whether key's breaker is open, without changing it.
+func breakerOpen(s breaker.State, key string, now time.Time) bool {
+	for _, st := range s.Snapshot(now) {
+		if st.Key == key {
+			return st.State == breaker.Open
+		}
+	}
+	return false
 }

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/toolspec"
 	"github.com/keelrun/keel/workflows"
 )
 
@@ -74,12 +75,17 @@ func newWorld(t *testing.T, script ...reply) *world {
 	env.RegisterActivityWithOptions(w.callModel, activity.RegisterOptions{Name: contract.CallModelActivity})
 	env.RegisterActivityWithOptions(w.runTool, activity.RegisterOptions{Name: contract.RunToolActivity})
 	env.RegisterActivityWithOptions(w.notify, activity.RegisterOptions{Name: contract.NotifyActivity})
+	env.RegisterActivityWithOptions(func(context.Context) ([]contract.ToolSpec, error) { return toolspec.Builtin(), nil },
+		activity.RegisterOptions{Name: contract.ListToolsActivity})
 
 	// The mocks delegate to the same functions; they exist so that a call can take time on the
 	// workflow clock (which the test environment skips) instead of on the wall clock.
 	env.OnActivity(contract.CallModelActivity, mock.Anything, mock.Anything).AfterFn(w.nextModelDelay).Return(w.callModel).Maybe()
 	env.OnActivity(contract.RunToolActivity, mock.Anything, mock.Anything).AfterFn(func() time.Duration { return w.toolDelay }).Return(w.runTool).Maybe()
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		if info.ActivityType.Name == contract.ListToolsActivity {
+			return // once per session, before the first turn: not part of what the tests compare
+		}
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		w.started = append(w.started, info.ActivityType.Name)
