@@ -17,50 +17,73 @@ import (
 const overheadTurns = 20
 
 // overheadRounds alternates Keel and floor runs this many times, so background load hits both.
-const overheadRounds = 3
+const overheadRounds = 4
+
+// overheadConfig is one server configuration BenchmarkTurnOverhead measures.
+type overheadConfig struct {
+	name string
+	dyn  map[string]string
+	rig  *Rig
+	keel []time.Duration
+	flr  []time.Duration
+}
 
 // BenchmarkTurnOverhead runs a 21-turn Keel session (20 list_dir turns and an answer) against
 // the same loop as plain Go calls in this process and against Temporal's floor (a parent running
-// 21 children with two no-op activities each), on one server, alternating Keel and floor runs.
+// 21 children with two no-op activities each). It does so on two servers side by side, Keel's
+// dev server configuration as it ships and with ProposedDynamicConfig, alternating every run.
 func BenchmarkTurnOverhead(b *testing.B) {
 	ctx := benchContext(b)
-	srv := startServer(b, ctx, KeelDynamicConfig(nil))
-	rig := startRig(b, srv, RigOptions{ToolTurns: overheadTurns})
+	cfgs := []*overheadConfig{
+		{name: "today", dyn: KeelDynamicConfig(nil)},
+		{name: "proposed", dyn: KeelDynamicConfig(ProposedDynamicConfig)},
+	}
 	turns := overheadTurns + 1
-	// Warm up both paths (worker caches, task queue partitions), unmeasured.
-	if _, _, err := rig.RunSession(ctx, uniq("warm-keel"), uniq("warm")); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := rig.RunFloor(ctx, uniq("warm-floor"), turns); err != nil {
-		b.Fatal(err)
-	}
-	var keel, floor, plain []time.Duration
-	for i := 0; i < b.N; i++ {
-		for range overheadRounds {
-			_, d, err := rig.RunSession(ctx, uniq("keel"), uniq("task"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			keel = append(keel, d/time.Duration(turns))
-			fd, err := rig.RunFloor(ctx, uniq("floor"), turns)
-			if err != nil {
-				b.Fatal(err)
-			}
-			floor = append(floor, fd/time.Duration(turns))
-			plain = append(plain, plainLoop(b, ctx, rig.Workdir, overheadTurns)/time.Duration(turns))
+	for _, c := range cfgs {
+		srv := startServer(b, ctx, c.dyn)
+		c.rig = startRig(b, srv, RigOptions{TaskQueue: "bench-overhead-" + c.name, ToolTurns: overheadTurns})
+		// Warm up both paths (worker caches, task queue partitions), unmeasured.
+		if _, _, err := c.rig.RunSession(ctx, uniq("warm-keel"), uniq("warm")); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.rig.RunFloor(ctx, uniq("warm-floor"), turns); err != nil {
+			b.Fatal(err)
 		}
 	}
-	k, f, p := Percentile(keel, 0.5), Percentile(floor, 0.5), Percentile(plain, 0.5)
-	b.ReportMetric(Ms(k), "keel-ms/turn")
-	b.ReportMetric(Ms(f), "floor-ms/turn")
+	var plain []time.Duration
+	for i := 0; i < b.N; i++ {
+		for range overheadRounds {
+			for _, c := range cfgs {
+				_, d, err := c.rig.RunSession(ctx, uniq("keel"), uniq("task"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				c.keel = append(c.keel, d/time.Duration(turns))
+				fd, err := c.rig.RunFloor(ctx, uniq("floor"), turns)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c.flr = append(c.flr, fd/time.Duration(turns))
+			}
+			plain = append(plain, plainLoop(b, ctx, cfgs[0].rig.Workdir, overheadTurns)/time.Duration(turns))
+		}
+	}
+	p := Percentile(plain, 0.5)
 	b.ReportMetric(Ms(p)*1000, "plain-µs/turn")
-	b.ReportMetric(float64(k)/float64(f), "keel/floor")
-	b.ReportMetric(float64(k)/float64(p), "keel/plain")
+	for _, c := range cfgs {
+		k, f := Percentile(c.keel, 0.5), Percentile(c.flr, 0.5)
+		b.ReportMetric(Ms(k), c.name+"-keel-ms/turn")
+		b.ReportMetric(Ms(f), c.name+"-floor-ms/turn")
+		b.ReportMetric(float64(k)/float64(f), c.name+"-keel/floor")
+		b.Logf("%s: per turn (median of %d): keel %.1f ms, floor %.1f ms, plain %.3f ms; keel/floor %.2f, keel/plain %.0f; all keel %v; all floor %v",
+			c.name, len(c.keel), Ms(k), Ms(f), Ms(p), float64(k)/float64(f), float64(k)/float64(p), c.keel, c.flr)
+	}
 	b.ReportMetric(0, "ns/op")
-	b.Logf("per turn (median of %d): keel %.1f ms, floor %.1f ms, plain %.1f µs; all keel %v; all floor %v",
-		len(keel), Ms(k), Ms(f), Ms(p)*1000, keel, floor)
 	if testing.Verbose() {
-		logTimelines(b, ctx, rig)
+		for _, c := range cfgs {
+			b.Logf("timelines with the %s configuration", c.name)
+			logTimelines(b, ctx, c.rig)
+		}
 	}
 }
 
