@@ -34,6 +34,9 @@ type Activities struct {
 	OutputCap int
 	// MCP serves the tools of the configured MCP servers; nil when there are none.
 	MCP *mcp.Manager
+	// EffectLog, when set, is a file that gets one line per tool execution, written before the
+	// tool runs: the record a chaos test reads to prove no call ever ran twice.
+	EffectLog string
 
 	// lastClass remembers the failure class of each model call's previous attempt in this
 	// process, so a schema retry can carry the stricter instruction.

@@ -33,12 +33,13 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 
 	var prev attemptState
 	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &prev) == nil && prev.Deltas > 0 {
-		// An earlier attempt (on a worker that died) already showed output: the emitted rule says
-		// surface, never show the same text twice.
-		a.lastClass.Delete(key)
-		return contract.ModelResponse{}, surfaced(contract.Failure{
-			Class: contract.ClassTruncated, Attempts: attempt, Partial: prev.Partial,
-			Reason: "the stream was cut mid-way when a worker stopped; a retry would repeat the passage",
+		// An earlier attempt died with its worker after showing output. A gateway failure in that
+		// position is surfaced (the emitted rule), but a worker crash is Keel's own fault and the
+		// session must go on: the reply streams again, and the user is told so first, so the
+		// repeated text is never shown silently.
+		a.Events.Publish(ctx, req.Sinks, contract.Event{
+			Event: contract.EventNotice, WorkflowID: req.SessionID, Turn: req.Turn, Attempt: attempt,
+			Text: fmt.Sprintf("a worker stopped while this reply was streaming (%d pieces shown); the reply starts again from the beginning", prev.Deltas),
 		})
 	}
 

@@ -88,6 +88,7 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string) (*act
 		Events:    events.NewPublisher(),
 		Notifiers: Notifiers(cfg),
 		OutputCap: cfg.OutputCap,
+		EffectLog: cfg.EffectLog,
 	}
 	if len(cfg.MCP) > 0 {
 		acts.MCP = mcp.NewManager(cfg.MCP)

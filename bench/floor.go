@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -47,12 +49,25 @@ func FloorChild(ctx workflow.Context) error {
 	return nil
 }
 
-// Noop does nothing, so its cost is all orchestration.
-func Noop(context.Context) error { return nil }
+// Noop does nothing, so its cost is all orchestration. When stamps is non-nil it records, like
+// the scripted model, when each floor turn's first activity ran, keyed by the parent's ID.
+func Noop(stamps *Stamps) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if stamps != nil {
+			id := activity.GetInfo(ctx).WorkflowExecution.ID
+			if i := strings.LastIndex(id, "/turn-"); i >= 0 {
+				if turn, err := strconv.Atoi(id[i+len("/turn-"):]); err == nil {
+					stamps.Record(id[:i], turn, time.Now())
+				}
+			}
+		}
+		return nil
+	}
+}
 
 // RegisterFloor registers the floor workflows and activity.
-func RegisterFloor(w worker.Registry) {
+func RegisterFloor(w worker.Registry, stamps *Stamps) {
 	w.RegisterWorkflowWithOptions(FloorParent, workflow.RegisterOptions{Name: FloorParentWorkflow})
 	w.RegisterWorkflowWithOptions(FloorChild, workflow.RegisterOptions{Name: FloorChildWorkflow})
-	w.RegisterActivityWithOptions(Noop, activity.RegisterOptions{Name: NoopActivity})
+	w.RegisterActivityWithOptions(Noop(stamps), activity.RegisterOptions{Name: NoopActivity})
 }

@@ -64,42 +64,59 @@ func (s *Scripted) Stream(_ context.Context, req gateway.Request, onDelta func(s
 
 // Stamps collects the model-call times of many sessions, keyed by task, so the time between one
 // turn's model call and the next (one full turn of orchestration plus tool) can be read afterwards.
+// Only the first call of a turn counts, so a retried call does not shorten a gap.
 type Stamps struct {
 	mu sync.Mutex
-	by map[string][]time.Time
+	by map[string]map[int]time.Time
 }
 
 // NewStamps returns an empty collector.
-func NewStamps() *Stamps { return &Stamps{by: map[string][]time.Time{}} }
+func NewStamps() *Stamps { return &Stamps{by: map[string]map[int]time.Time{}} }
 
 // Record is a Scripted.OnCall function.
-func (s *Stamps) Record(task string, _ int, at time.Time) {
+func (s *Stamps) Record(task string, turn int, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.by[task] = append(s.by[task], at)
+	m := s.by[task]
+	if m == nil {
+		m = map[int]time.Time{}
+		s.by[task] = m
+	}
+	if _, ok := m[turn]; !ok {
+		m[turn] = at
+	}
 }
 
-// Gaps returns, over every session, the times between consecutive model calls: one per turn
-// except each session's last.
+// Gaps returns, over every session, the times between the first calls of consecutive turns: one
+// per turn except each session's last.
 func (s *Stamps) Gaps() []time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []time.Duration
-	for _, ts := range s.by {
-		for i := 1; i < len(ts); i++ {
-			out = append(out, ts[i].Sub(ts[i-1]))
+	for _, m := range s.by {
+		for turn, at := range m {
+			if prev, ok := m[turn-1]; ok {
+				out = append(out, at.Sub(prev))
+			}
 		}
 	}
 	return out
 }
 
-// Calls is the number of model calls recorded.
+// Calls is the number of turns recorded.
 func (s *Stamps) Calls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
-	for _, ts := range s.by {
-		n += len(ts)
+	for _, m := range s.by {
+		n += len(m)
 	}
 	return n
+}
+
+// Reset forgets everything recorded.
+func (s *Stamps) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.by = map[string]map[int]time.Time{}
 }

@@ -38,12 +38,14 @@ type RigOptions struct {
 
 // Rig is an in-process Keel worker, plus the floor workflows, on one task queue.
 type Rig struct {
-	Client  client.Client
-	Model   *Scripted
-	Stamps  *Stamps
-	Workdir string
-	opts    RigOptions
-	w       worker.Worker
+	Client client.Client
+	Model  *Scripted
+	Stamps *Stamps
+	// FloorStamps times the floor's turns the way Stamps times Keel's.
+	FloorStamps *Stamps
+	Workdir     string
+	opts        RigOptions
+	w           worker.Worker
 }
 
 // NewRig builds and starts the worker. It registers Keel's workflows and activities with a
@@ -82,11 +84,12 @@ func NewRig(c client.Client, address string, opts RigOptions) (*Rig, error) {
 		acts.Register(w)
 	}
 	registerListToolsShim(w, acts)
-	RegisterFloor(w)
+	floorStamps := NewStamps()
+	RegisterFloor(w, floorStamps)
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("starting the bench worker: %w", err)
 	}
-	return &Rig{Client: c, Model: model, Stamps: stamps, Workdir: workdir, opts: opts, w: w}, nil
+	return &Rig{Client: c, Model: model, Stamps: stamps, FloorStamps: floorStamps, Workdir: workdir, opts: opts, w: w}, nil
 }
 
 // seedWorkdir gives list_dir something to list.
