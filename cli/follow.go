@@ -30,6 +30,9 @@ type follower struct {
 	seen      int
 	prompted  string
 	cancelled bool
+	// approval is the call waiting for approval that the user was last asked about.
+	approval *contract.Approval
+	offered  string
 }
 
 // follow prints the session's events until its result arrives. Esc or Ctrl+C at a terminal, or
@@ -108,6 +111,7 @@ func (f *follower) pollStatus(ctx context.Context) {
 			f.p.event(e)
 		}
 	}
+	f.offerApproval(st.Approval)
 	if e := st.Escalation; e != nil && e.Answer == nil && len(e.Choices) > 0 && f.prompted != e.ID {
 		f.prompted = e.ID
 		if f.interactive {

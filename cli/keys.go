@@ -73,6 +73,12 @@ func (f *follower) key(ctx context.Context, b []byte) {
 		f.cancel(ctx, "cancelled at the terminal")
 		return
 	}
+	if len(b) == 1 && f.approval != nil && strings.ContainsAny(string(b), "yYnN") {
+		a := f.approval
+		f.approval = nil
+		f.sendApproval(ctx, contract.ApprovalDecision{CallID: a.CallID, Digest: a.Digest, Approve: strings.ContainsAny(string(b), "yY"), By: currentUser()})
+		return
+	}
 	if f.prompted == "" || len(b) != 1 {
 		return
 	}

@@ -25,6 +25,10 @@ type TurnInput struct {
 	Repairs map[string]int `json:"repairs,omitempty"`
 	// Breakers carries the circuit breakers from turn to turn.
 	Breakers breaker.State `json:"breakers,omitzero"`
+	// Resume continues a turn that stopped for an approval: these calls are taken through the gates
+	// again without a new model call, and Approved holds the person's decision on the first one.
+	Resume   []ToolCall        `json:"resume,omitempty"`
+	Approved *ApprovalDecision `json:"approved,omitempty"`
 }
 
 // RepairCap is how many argument repairs a tool gets before the session escalates.
@@ -54,6 +58,10 @@ type TurnResult struct {
 	Cancelled bool `json:"cancelled,omitempty"`
 	// Partial is the model text shown before the turn was cancelled; the session keeps it.
 	Partial string `json:"partial,omitempty"`
+	// NeedsApproval is set when a call waits for a person's approval; Resume holds it and the calls
+	// after it, to be continued once the person has decided.
+	NeedsApproval *Approval  `json:"needs_approval,omitempty"`
+	Resume        []ToolCall `json:"resume,omitempty"`
 	// Escalate is set when the turn needs a person's decision before the session can go on.
 	Escalate *EscalationRequest `json:"escalate,omitempty"`
 	// Events are session-level events the turn produced (blocked calls and the like).

@@ -13,6 +13,8 @@
 # Usage:
 #   deploy/run-cluster.sh            bring everything up (or check it is up); prints what runs where
 #   deploy/run-cluster.sh version    print the Temporal server version the cluster uses
+#   deploy/run-cluster.sh build      build the Temporal server and its SQL tool into $KEEL_CLUSTER_BIN
+#                                    only (nothing when they are there already); start nothing
 #   deploy/run-cluster.sh render-config  write the server's configuration only; print its path
 #   deploy/stop-cluster.sh [--reset] stop it (--reset also drops its databases)
 #
@@ -58,13 +60,14 @@ main() {
 	case "${1:-up}" in
 	up) up ;;
 	version) echo "$TEMPORAL_VERSION" ;;
+	build) build_temporal ;;
 	render-config)
 		mkdir -p "$CLUSTER_DIR/config"
 		render_server_config
 		echo "$CLUSTER_DIR/config/keel.yaml"
 		;;
 	-h | --help | help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' ;;
-	*) die "unknown command $1 (use up, version, render-config or help)" ;;
+	*) die "unknown command $1 (use up, version, build, render-config or help)" ;;
 	esac
 }
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,33 +17,57 @@ import (
 	"github.com/keelrun/keel/escalation"
 )
 
-func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+// setEnv gives the test a clean configuration environment (no keel.yaml, no stray Temporal
+// variables) with the given variables set.
+func setEnv(t *testing.T, env map[string]string) {
+	t.Chdir(t.TempDir())
+	for _, k := range []string{"KEEL_CONFIG", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", envTemporal, envNamespace,
+		envSecret, envToken, envTeam, envApprovers, envListen, envAPIURL, "KEEL_ESCALATION_CHANNELS"} {
+		t.Setenv(k, "")
+		require.NoError(t, os.Unsetenv(k))
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+}
 
 func fullEnv() map[string]string {
 	return map[string]string{envSecret: "sec", envToken: "xoxb-1", envTeam: "T1", envApprovers: "U1, U2 ,"}
 }
 
-func TestRunMissingKeys(t *testing.T) {
+func without(m map[string]string, k string) map[string]string {
+	delete(m, k)
+	return m
+}
+
+func with(m map[string]string, k, v string) map[string]string {
+	m[k] = v
+	return m
+}
+
+func TestRunConfigErrors(t *testing.T) {
 	tests := []struct {
 		name    string
-		drop    string
-		wantKey string
+		env     map[string]string
+		wantKey []string
 	}{
-		{"secret", envSecret, envSecret},
-		{"token", envToken, envToken},
-		{"team", envTeam, envTeam},
-		{"approvers", envApprovers, envApprovers},
+		{"secret", without(fullEnv(), envSecret), []string{"escalation.slack.signing_secret", envSecret}},
+		{"token", without(fullEnv(), envToken), []string{"escalation.slack.bot_token", envToken}},
+		{"team", without(fullEnv(), envTeam), []string{"escalation.slack.team_id", envTeam, "--team"}},
+		{"approvers", without(fullEnv(), envApprovers), []string{"escalation.slack.approvers", envApprovers, "nobody could answer"}},
+		{"bad value elsewhere in the configuration", with(fullEnv(), "KEEL_ESCALATION_DEADLINE", "soon"), []string{"escalation.deadline"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := fullEnv()
-			delete(env, tt.drop)
+			setEnv(t, tt.env)
 			var stderr bytes.Buffer
-			code := run(context.Background(), nil, envOf(env), &stderr)
-			assert.Equal(t, 2, code)
+			code := run(context.Background(), nil, &stderr)
+			assert.Equal(t, exitConfig, code)
 			out := stderr.String()
 			assert.Equal(t, 1, strings.Count(out, "\n"), "one line: %q", out)
-			assert.Contains(t, out, tt.wantKey)
+			for _, want := range tt.wantKey {
+				assert.Contains(t, out, want)
+			}
 		})
 	}
 }
@@ -51,17 +77,18 @@ func TestRunTemporalUnreachable(t *testing.T) {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close()) // nothing listens there now
-	env := fullEnv()
-	env[envTemporal] = addr
+	setEnv(t, with(fullEnv(), envTemporal, addr))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var stderr bytes.Buffer
-	code := run(ctx, []string{"--listen", "127.0.0.1:0"}, envOf(env), &stderr)
+	code := run(ctx, []string{"--listen", "127.0.0.1:0"}, &stderr)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr.String(), "connecting to temporal at "+addr)
 }
 
 func TestLoadConfig(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "keel.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("escalation:\n  slack:\n    team_id: TFILE\n    listen: 127.0.0.1:4000\n"), 0o600))
 	tests := []struct {
 		name  string
 		env   map[string]string
@@ -76,36 +103,43 @@ func TestLoadConfig(t *testing.T) {
 			assert.Equal(t, "sec", c.SigningSecret)
 			assert.Equal(t, "xoxb-1", c.BotToken)
 			assert.Equal(t, "T1", c.TeamID)
+			assert.Empty(t, c.SlackAPIURL)
 		}},
-		{name: "TEMPORAL_ADDRESS fallback", env: with(fullEnv(), envTemporal2, "10.0.0.1:7233"), check: func(t *testing.T, c escalation.BotConfig) {
+		{name: "the worker's keys", env: with(with(fullEnv(), envAPIURL, "http://127.0.0.1:9/api/"), envListen, "0.0.0.0:3000"), check: func(t *testing.T, c escalation.BotConfig) {
+			assert.Equal(t, "http://127.0.0.1:9/api/", c.SlackAPIURL)
+			assert.Equal(t, "0.0.0.0:3000", c.Listen)
+		}},
+		{name: "TEMPORAL_ADDRESS fallback", env: with(fullEnv(), "TEMPORAL_ADDRESS", "10.0.0.1:7233"), check: func(t *testing.T, c escalation.BotConfig) {
 			assert.Equal(t, "10.0.0.1:7233", c.TemporalAddress)
 		}},
-		{name: "KEEL_ wins over TEMPORAL_", env: with(with(fullEnv(), envTemporal2, "b:1"), envTemporal, "a:1"), check: func(t *testing.T, c escalation.BotConfig) {
+		{name: "KEEL_ wins over TEMPORAL_", env: with(with(fullEnv(), "TEMPORAL_ADDRESS", "b:1"), envTemporal, "a:1"), check: func(t *testing.T, c escalation.BotConfig) {
 			assert.Equal(t, "a:1", c.TemporalAddress)
 		}},
+		{name: "file, then env", env: with(without(fullEnv(), envTeam), envListen, "127.0.0.1:5000"), args: []string{"--config", file},
+			check: func(t *testing.T, c escalation.BotConfig) {
+				assert.Equal(t, "TFILE", c.TeamID)
+				assert.Equal(t, "127.0.0.1:5000", c.Listen)
+			}},
 		{name: "flags win over env", env: with(with(fullEnv(), envAPIURL, "http://env/"), envListen, "127.0.0.1:1"),
-			args: []string{"--slack-api-url", "http://flag/", "--team", "T2", "--approvers", "U9", "--namespace", "ns"},
+			args: []string{"--slack-api-url", "http://flag/", "--team", "T2", "--approvers", "U9,U8", "--namespace", "ns", "--temporal-address", "t:7", "--listen", "127.0.0.1:2"},
 			check: func(t *testing.T, c escalation.BotConfig) {
 				assert.Equal(t, "http://flag/", c.SlackAPIURL)
 				assert.Equal(t, "T2", c.TeamID)
-				assert.Equal(t, []string{"U9"}, c.Approvers)
+				assert.Equal(t, []string{"U9", "U8"}, c.Approvers)
 				assert.Equal(t, "ns", c.Namespace)
-				assert.Equal(t, "127.0.0.1:1", c.Listen)
+				assert.Equal(t, "t:7", c.TemporalAddress)
+				assert.Equal(t, "127.0.0.1:2", c.Listen)
 			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := newCommand(envOf(tt.env), &bytes.Buffer{})
+			setEnv(t, tt.env)
+			cmd := newCommand(&bytes.Buffer{})
 			cmd.RunE = func(*cobra.Command, []string) error { return nil }
 			require.NoError(t, cmd.ParseFlags(tt.args))
-			c, err := loadConfig(cmd, envOf(tt.env))
+			c, err := loadConfig(cmd)
 			require.NoError(t, err)
 			tt.check(t, c)
 		})
 	}
-}
-
-func with(m map[string]string, k, v string) map[string]string {
-	m[k] = v
-	return m
 }

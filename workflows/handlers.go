@@ -27,6 +27,14 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 	); err != nil {
 		return err
 	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, contract.UpdateApproveCall,
+		func(_ workflow.Context, d contract.ApprovalDecision) (contract.AnswerResult, error) {
+			return s.decide(d)
+		},
+		workflow.UpdateHandlerOptions{Validator: s.validateApproval, Description: "Approve or deny the tool call waiting for a person (call id and argument digest)"},
+	); err != nil {
+		return err
+	}
 	s.listenSignals(ctx)
 	return nil
 }

@@ -100,14 +100,25 @@ func (s *session) run(ctx workflow.Context) (contract.Summary, error) {
 
 		turn := s.state.Turns + 1
 		s.setDetails(ctx, fmt.Sprintf("turn %d running", turn))
-		res, outcome := s.runTurn(ctx, turn, deadline)
-		switch outcome {
-		case turnCancelled:
-			return s.finish(ctx, s.cancelledSummary(ctx, res.Partial))
-		case turnTimedOut:
-			return s.finish(ctx, s.limitSummary(ctx, contract.LimitDuration))
+		id := contract.TurnWorkflowID(workflow.GetInfo(ctx).WorkflowExecution.ID, turn)
+		res, outcome := s.runTurn(ctx, s.turnInput(ctx, turn), id, deadline)
+		if sum, done := s.turnStopped(ctx, res, outcome); done {
+			return s.finish(ctx, sum)
 		}
 		s.absorb(ctx, turn, res)
+		for k := 1; res.NeedsApproval != nil; k++ {
+			dec, sum, done := s.awaitApproval(ctx, *res.NeedsApproval, deadline)
+			if done {
+				return s.finish(ctx, sum)
+			}
+			in := s.turnInput(ctx, turn)
+			in.Resume, in.Approved = res.Resume, dec
+			res, outcome = s.runTurn(ctx, in, fmt.Sprintf("%s-approval-%d", id, k), deadline)
+			if sum, done := s.turnStopped(ctx, res, outcome); done {
+				return s.finish(ctx, sum)
+			}
+			s.absorb(ctx, turn, res)
+		}
 		logger.Info("turn finished", "turn", turn, "final", res.Final, "tokens", s.state.Usage.Total())
 
 		switch {
@@ -133,20 +144,31 @@ const (
 	turnTimedOut
 )
 
+// turnStopped ends the session when a turn was cancelled or ran out of time.
+func (s *session) turnStopped(ctx workflow.Context, res contract.TurnResult, outcome turnOutcome) (contract.Summary, bool) {
+	switch outcome {
+	case turnCancelled:
+		return s.cancelledSummary(ctx, res.Partial), true
+	case turnTimedOut:
+		return s.limitSummary(ctx, contract.LimitDuration), true
+	}
+	return contract.Summary{}, false
+}
+
 // runTurn runs one AgentTurn child and races it against the duration deadline and a cancel.
 // When either wins, the child is cancelled and awaited, so the session reports only once the
 // tool's process group and the model stream are really gone.
-func (s *session) runTurn(ctx workflow.Context, turn int, deadline workflow.Future) (contract.TurnResult, turnOutcome) {
+func (s *session) runTurn(ctx workflow.Context, in contract.TurnInput, id string, deadline workflow.Future) (contract.TurnResult, turnOutcome) {
 	childCtx, cancel := workflow.WithCancel(ctx)
 	s.cancelTurn = cancel
 	defer func() { s.cancelTurn = nil }()
 	childCtx = workflow.WithChildOptions(childCtx, workflow.ChildWorkflowOptions{
-		WorkflowID:          contract.TurnWorkflowID(workflow.GetInfo(ctx).WorkflowExecution.ID, turn),
+		WorkflowID:          id,
 		WaitForCancellation: true,
 		ParentClosePolicy:   enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
-		StaticSummary:       fmt.Sprintf("turn %d", turn),
+		StaticSummary:       fmt.Sprintf("turn %d", in.Turn),
 	})
-	fut := workflow.ExecuteChildWorkflow(childCtx, contract.TurnWorkflow, s.turnInput(ctx, turn))
+	fut := workflow.ExecuteChildWorkflow(childCtx, contract.TurnWorkflow, in)
 
 	outcome := turnDone
 	sel := workflow.NewSelector(ctx)

@@ -11,6 +11,7 @@ import (
 	"github.com/keelrun/keel/breaker"
 	"github.com/keelrun/keel/contract"
 	"github.com/keelrun/keel/metrics/record"
+	"github.com/keelrun/keel/toolspec"
 )
 
 // AgentTurn is one turn: one model call, then each requested tool call in order through the gates
@@ -32,6 +33,9 @@ type turn struct {
 }
 
 func (t *turn) run(ctx workflow.Context) (contract.TurnResult, error) {
+	if len(t.in.Resume) > 0 {
+		return t.resume(ctx)
+	}
 	resp, err := t.callModel(ctx)
 	if errors.Is(err, errTurnCancelled) {
 		t.res.Cancelled = true
@@ -50,12 +54,40 @@ func (t *turn) run(ctx workflow.Context) (contract.TurnResult, error) {
 		t.res.Answer = resp.Message.Content
 		return t.finish(), nil
 	}
+	return t.runCalls(ctx, calls)
+}
+
+// resume continues a turn after a person decided on an approval: no new model call, the decided
+// call first (it already passed the gates before the approval), then the calls after it.
+func (t *turn) resume(ctx workflow.Context) (contract.TurnResult, error) {
+	t.res.Head = t.in.Head
+	t.feedback = append(t.feedback, t.in.Pending...)
+	first := t.in.Resume[0]
+	spec, _ := toolspec.Lookup(t.in.Tools, first.Name)
+	if d := t.in.Approved; d == nil || d.CallID != first.ID || !d.Approve {
+		why := "a person declined it"
+		if d == nil || d.CallID != first.ID {
+			why = "no approval arrived before the deadline"
+		}
+		t.reply(first, toolspec.ApprovalDeniedFeedback(first.Name, why), true)
+	} else if err := t.gateAndRun(ctx, first, spec); err != nil {
+		return t.res, err
+	}
+	return t.runCalls(ctx, t.in.Resume[1:])
+}
+
+// runCalls takes calls through the gates in order, stopping at the first that needs a person.
+func (t *turn) runCalls(ctx workflow.Context, calls []contract.ToolCall) (contract.TurnResult, error) {
 	for i, call := range calls {
 		if ctx.Err() != nil {
 			return t.res, temporal.NewCanceledError()
 		}
 		if err := t.handleCall(ctx, call); err != nil {
 			return t.res, err
+		}
+		if t.res.NeedsApproval != nil {
+			t.res.Resume = calls[i:]
+			break
 		}
 		if t.res.Escalate != nil {
 			t.skipRest(calls[i+1:])

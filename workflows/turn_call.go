@@ -46,6 +46,33 @@ func (t *turn) handleCall(ctx workflow.Context, call contract.ToolCall) error {
 		t.escalateCall(contract.ReasonPolicy, call, "a call outside the tool policy: "+why, text)
 		return nil
 	}
+	if t.needsApproval(spec) {
+		t.res.NeedsApproval = &contract.Approval{
+			CallID: call.ID, Tool: call.Name, Digest: contract.Digest(call.Arguments), Arguments: call.Arguments,
+		}
+		return nil
+	}
+	return t.gateAndRun(ctx, call, spec)
+}
+
+// needsApproval applies the approval policy: never, writes (tools that may change the world) or
+// always; tools on the allow list never wait.
+func (t *turn) needsApproval(spec contract.ToolSpec) bool {
+	p := t.in.Policy
+	if slices.Contains(p.Allow, spec.Name) {
+		return false
+	}
+	switch p.Approval {
+	case "always":
+		return true
+	case "writes":
+		return spec.Writes
+	}
+	return false
+}
+
+// gateAndRun is the last gate, the tool's breaker, then the tool activity.
+func (t *turn) gateAndRun(ctx workflow.Context, call contract.ToolCall, spec contract.ToolSpec) error {
 	key := breaker.Key(spec.Name, spec.Server)
 	if d := t.breakers.Allow(t.in.Policy.Breaker, key, workflow.Now(ctx)); !d.Run {
 		t.refuseOpen(call, key)
