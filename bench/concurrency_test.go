@@ -14,7 +14,7 @@ import (
 const concurrencyToolTurns = 3
 
 // concurrencyPhase bounds one load level.
-const concurrencyPhase = 3 * time.Minute
+const concurrencyPhase = 4 * time.Minute
 
 // loadResult is one load level's outcome.
 type loadResult struct {

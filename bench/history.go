@@ -94,3 +94,4 @@ func Timeline(events []*historypb.HistoryEvent) string {
 	}
 	return out
 }
+

@@ -9,7 +9,7 @@ import (
 )
 
 // benchTimeout bounds any one benchmark, server start included.
-const benchTimeout = 8 * time.Minute
+const benchTimeout = 9 * time.Minute
 
 // startServer starts a dev server for one benchmark and stops it when the benchmark ends.
 func startServer(tb testing.TB, ctx context.Context, dyn map[string]string) *Server {

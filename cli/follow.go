@@ -74,7 +74,7 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 			f.cancel(ctx, "interrupted at the terminal")
 		case k, ok := <-keys:
 			if ok {
-				f.key(ctx, k)
+				f.keys(ctx, k)
 			}
 		}
 	}

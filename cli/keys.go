@@ -11,26 +11,35 @@ import (
 	"github.com/keelrun/keel/contract"
 )
 
-// keyCancel is what a read from the terminal means.
-type keyKind int
+// keypress is one key from the terminal: a cancel key or a plain character.
+type keypress struct {
+	cancel bool
+	ch     byte
+}
 
-const (
-	keyOther keyKind = iota
-	keyCancel
-)
-
-// classifyKeys decides what one read from a terminal in non-canonical mode means. Esc alone and
-// Ctrl+C cancel. An Alt combination or an arrow key also starts with Esc, but arrives in the same
-// read with more bytes after it, so it does not cancel; neither does a lone "c".
-func classifyKeys(b []byte) keyKind {
-	switch {
-	case len(b) == 1 && b[0] == 0x1b:
-		return keyCancel
-	case len(b) == 1 && b[0] == 0x03:
-		return keyCancel
-	default:
-		return keyOther
+// splitKeys turns one read from a terminal in non-canonical mode into keys; fast typing can put
+// several in one read. Esc alone and Ctrl+C cancel. An Alt combination or an arrow key also starts
+// with Esc but has more bytes right after it, so it is skipped whole and does not cancel; neither
+// does a lone "c".
+func splitKeys(b []byte) []keypress {
+	var keys []keypress
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == 0x03:
+			keys = append(keys, keypress{cancel: true})
+		case c == 0x1b && i == len(b)-1:
+			keys = append(keys, keypress{cancel: true})
+		case c == 0x1b && b[i+1] == '[':
+			// A control sequence: ESC [ parameters, then one final byte in 0x40..0x7e.
+			for i += 2; i < len(b) && (b[i] < 0x40 || b[i] > 0x7e); i++ {
+			}
+		case c == 0x1b:
+			i++ // Alt+key
+		default:
+			keys = append(keys, keypress{ch: c})
+		}
 	}
+	return keys
 }
 
 // readKeys puts the terminal into non-canonical mode without echo or signal keys (output is left
@@ -67,23 +76,32 @@ func (f *follower) readKeys() (<-chan []byte, func()) {
 	return ch, func() { _ = unix.IoctlSetTermios(fd, unix.TCSETS, old) }
 }
 
-// key handles one keypress: cancel keys cancel; r, e and a answer a pending escalation.
-func (f *follower) key(ctx context.Context, b []byte) {
-	if classifyKeys(b) == keyCancel {
+// keys handles one read from the terminal.
+func (f *follower) keys(ctx context.Context, b []byte) {
+	for _, k := range splitKeys(b) {
+		f.key(ctx, k)
+	}
+}
+
+// key handles one keypress: cancel keys cancel; y and n decide a waiting approval; r, e and a
+// answer a pending escalation.
+func (f *follower) key(ctx context.Context, k keypress) {
+	if k.cancel {
 		f.cancel(ctx, "cancelled at the terminal")
 		return
 	}
-	if len(b) == 1 && f.approval != nil && strings.ContainsAny(string(b), "yYnN") {
+	ch := strings.ToLower(string(k.ch))
+	if f.approval != nil && (ch == "y" || ch == "n") {
 		a := f.approval
 		f.approval = nil
-		f.sendApproval(ctx, contract.ApprovalDecision{CallID: a.CallID, Digest: a.Digest, Approve: strings.ContainsAny(string(b), "yY"), By: currentUser()})
+		f.sendApproval(ctx, contract.ApprovalDecision{CallID: a.CallID, Digest: a.Digest, Approve: ch == "y", By: currentUser()})
 		return
 	}
-	if f.prompted == "" || len(b) != 1 {
+	if f.prompted == "" {
 		return
 	}
 	var a contract.Answer
-	switch strings.ToLower(string(b)) {
+	switch ch {
 	case "r":
 		a.Action = contract.ActionRetry
 	case "a":

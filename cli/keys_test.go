@@ -1,29 +1,35 @@
 package cli
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
-func TestClassifyKeys(t *testing.T) {
+func TestSplitKeys(t *testing.T) {
+	cancel := keypress{cancel: true}
+	ch := func(c byte) keypress { return keypress{ch: c} }
 	cases := []struct {
 		name string
 		in   []byte
-		want keyKind
+		want []keypress
 	}{
-		{"Esc alone", []byte{0x1b}, keyCancel},
-		{"Ctrl+C", []byte{0x03}, keyCancel},
-		{"a lone c", []byte("c"), keyOther},
-		{"capital C", []byte("C"), keyOther},
-		{"Alt+c", []byte{0x1b, 'c'}, keyOther},
-		{"Alt+x", []byte{0x1b, 'x'}, keyOther},
-		{"arrow up", []byte{0x1b, '[', 'A'}, keyOther},
-		{"Ctrl+D", []byte{0x04}, keyOther},
-		{"Enter", []byte{'\r'}, keyOther},
-		{"Esc then c typed fast", []byte{0x1b, 0x1b}, keyOther},
-		{"nothing", nil, keyOther},
+		{"Esc alone", []byte{0x1b}, []keypress{cancel}},
+		{"Ctrl+C", []byte{0x03}, []keypress{cancel}},
+		{"a lone c", []byte("c"), []keypress{ch('c')}},
+		{"capital C", []byte("C"), []keypress{ch('C')}},
+		{"Alt+c", []byte{0x1b, 'c'}, nil},
+		{"Alt+x then y", []byte{0x1b, 'x', 'y'}, []keypress{ch('y')}},
+		{"arrow up", []byte{0x1b, '[', 'A'}, nil},
+		{"F5", []byte{0x1b, '[', '1', '5', '~'}, nil},
+		{"Ctrl+D", []byte{0x04}, []keypress{ch(0x04)}},
+		{"typed fast: c, Alt+c, y", []byte{'c', 0x1b, 'c', 'y'}, []keypress{ch('c'), ch('y')}},
+		{"y then Esc", []byte{'y', 0x1b}, []keypress{ch('y'), cancel}},
+		{"nothing", nil, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := classifyKeys(c.in); got != c.want {
-				t.Fatalf("classifyKeys(%q) = %v, want %v", c.in, got, c.want)
+			if got := splitKeys(c.in); !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("splitKeys(%q) = %v, want %v", c.in, got, c.want)
 			}
 		})
 	}

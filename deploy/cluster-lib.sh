@@ -112,6 +112,14 @@ alive() {
 	[[ "$argv0" == "$BIN/"* ]]
 }
 
+# exited is true when the process of a pid file is gone. Unlike ! alive, it holds no verdict on a
+# process that is still becoming the program (a subshell about to exec it).
+exited() {
+	local pid
+	pid=$(pid_of "$1") || return 0
+	! running "$pid"
+}
+
 # start runs a command in the background in its own session, output appended to log/NAME.log and
 # its pid in run/NAME.pid.
 start() {

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -65,9 +67,34 @@ func duplicates(effects []effectLine) []string {
 	return dups
 }
 
-// scrape fetches a Prometheus text exposition and sums each metric's samples by name (labels
-// dropped), so a test can ask whether a metric is there and what its total is.
-func scrape(ctx context.Context, url string) (map[string]float64, error) {
+// sample is one line of a Prometheus text exposition.
+type sample struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+// samples is a scrape of /metrics.
+type samples []sample
+
+// sum adds up the samples of a metric whose labels pass keep (nil keeps all).
+func (ss samples) sum(name string, keep func(map[string]string) bool) float64 {
+	var total float64
+	for _, s := range ss {
+		if s.name == name && (keep == nil || keep(s.labels)) {
+			total += s.value
+		}
+	}
+	return total
+}
+
+// outcomeIn keeps samples whose outcome label is one of outcomes.
+func outcomeIn(outcomes ...string) func(map[string]string) bool {
+	return func(l map[string]string) bool { return slices.Contains(outcomes, l["outcome"]) }
+}
+
+// scrape fetches a worker's /metrics.
+func scrape(ctx context.Context, url string) (samples, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
@@ -87,19 +114,30 @@ func scrape(ctx context.Context, url string) (map[string]float64, error) {
 	return parseExposition(string(body)), nil
 }
 
-// parseExposition sums the samples of a Prometheus text exposition by metric name.
-func parseExposition(text string) map[string]float64 {
-	sums := map[string]float64{}
+// labelPair matches one name="value" pair of a sample's label set.
+var labelPair = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
+
+// parseExposition reads the samples of a Prometheus text exposition, skipping comments.
+func parseExposition(text string) samples {
+	var out samples
 	for line := range strings.Lines(text) {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		name, rest := line, ""
+		s := sample{labels: map[string]string{}}
+		rest := line
 		if i := strings.IndexAny(line, "{ "); i >= 0 {
-			name, rest = line[:i], line[i:]
+			s.name, rest = line[:i], line[i:]
 		}
-		if j := strings.LastIndexByte(rest, '}'); j >= 0 {
+		if strings.HasPrefix(rest, "{") {
+			j := strings.LastIndexByte(rest, '}')
+			if j < 0 {
+				continue
+			}
+			for _, m := range labelPair.FindAllStringSubmatch(rest[1:j], -1) {
+				s.labels[m[1]] = m[2]
+			}
 			rest = rest[j+1:]
 		}
 		fields := strings.Fields(rest)
@@ -110,9 +148,10 @@ func parseExposition(text string) map[string]float64 {
 		if err != nil {
 			continue
 		}
-		sums[name] += v
+		s.value = v
+		out = append(out, s)
 	}
-	return sums
+	return out
 }
 
 // listByStatus runs `temporal workflow list --query 'KeelStatus="status"'` against the cluster

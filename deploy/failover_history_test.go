@@ -8,6 +8,8 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/keelrun/keel/contract"
 )
 
 // taskRun is one workflow or activity task of a session (or of one of its turns) as its history
@@ -23,6 +25,9 @@ type sessionHistory struct {
 	Tasks []taskRun
 	// Activities maps "workflowID#activityID" to the identity of the worker that started it.
 	Activities map[string]string
+	// LostTools are the tool activities ("workflowID#activityID") that timed out: their worker
+	// died while running them.
+	LostTools []string
 }
 
 // readSessionHistory walks the history of a session and of every child workflow it started.
@@ -43,7 +48,8 @@ func readSessionHistory(ctx context.Context, c client.Client, sessionID string) 
 
 // readOne adds one workflow's tasks and activities and returns the IDs of the children it started.
 func (h *sessionHistory) readOne(ctx context.Context, c client.Client, workflowID string) ([]string, error) {
-	scheduled := map[int64]string{} // event ID of ActivityTaskScheduled → activity ID
+	type activity struct{ id, typ string }
+	scheduled := map[int64]activity{} // by the event ID of ActivityTaskScheduled
 	var children []string
 	it := c.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
@@ -55,11 +61,16 @@ func (h *sessionHistory) readOne(ctx context.Context, c client.Client, workflowI
 		case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
 			h.Tasks = append(h.Tasks, taskRun{At: e.GetEventTime().AsTime(), Identity: e.GetWorkflowTaskStartedEventAttributes().GetIdentity()})
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-			scheduled[e.GetEventId()] = e.GetActivityTaskScheduledEventAttributes().GetActivityId()
+			a := e.GetActivityTaskScheduledEventAttributes()
+			scheduled[e.GetEventId()] = activity{a.GetActivityId(), a.GetActivityType().GetName()}
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
 			a := e.GetActivityTaskStartedEventAttributes()
 			h.Tasks = append(h.Tasks, taskRun{At: e.GetEventTime().AsTime(), Identity: a.GetIdentity()})
-			h.Activities[workflowID+"#"+scheduled[a.GetScheduledEventId()]] = a.GetIdentity()
+			h.Activities[workflowID+"#"+scheduled[a.GetScheduledEventId()].id] = a.GetIdentity()
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
+			if a := scheduled[e.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId()]; a.typ == contract.RunToolActivity {
+				h.LostTools = append(h.LostTools, workflowID+"#"+a.id)
+			}
 		case enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
 			children = append(children, e.GetStartChildWorkflowExecutionInitiatedEventAttributes().GetWorkflowId())
 		}

@@ -76,16 +76,17 @@ func TestClusterFailover(t *testing.T) {
 	if len(dups) > 0 {
 		t.Errorf("tool activities executed more than once: %v", dups)
 	}
-	by, moved := checkWhereToolsRan(ctx, t, c, sessions, all, names, killAt)
-	checkSurvivorMetrics(ctx, t, cl, by["worker-2"])
+	p := checkWhereToolsRan(ctx, t, c, sessions, all, names, killAt)
+	checkSurvivorMetrics(ctx, t, cl, p)
 	checkSearchAttributes(ctx, t, cl, sessions)
 
 	t.Logf("%d sessions; worker-1 (pid %d) killed %.1fs in, after %d tool runs with %d sessions done; "+
 		"all completed %.1fs after the kill (%.1fs in all); %d tool executions, %d duplicates; "+
-		"tools on worker-1 before the kill %d, on worker-2 before %d and after %d; %d sessions moved from worker-1 to worker-2",
+		"tools on worker-1 before the kill %d (%d of them cut short by it, never rerun), on worker-2 before %d and after %d; "+
+		"%d sessions moved from worker-1 to worker-2",
 		len(sessions), killedPid, killAt.Sub(start).Seconds(), toolsAtKill, doneAtKill,
 		lastDone.Sub(killAt).Seconds(), lastDone.Sub(start).Seconds(), len(all), len(dups),
-		by["worker-1"].before, by["worker-2"].before, by["worker-2"].after, moved)
+		p.workers["worker-1"].before, len(p.lost), p.workers["worker-2"].before, p.workers["worker-2"].after, p.moved)
 }
 
 // failoverSession is one session of the drill.
@@ -174,16 +175,21 @@ func checkSessionsComplete(ctx context.Context, t *testing.T, sessions []failove
 // toolCounts counts a worker's tool executions before and after the kill.
 type toolCounts struct{ before, after int }
 
-// placement is where tools ran, by worker name.
-type placement map[string]*toolCounts
+// placement is where tools ran, by worker name, and which tool activities the kill cut short.
+type placement struct {
+	workers map[string]*toolCounts
+	lost    []string
+	moved   int // sessions that ran on worker-1 before the kill and on worker-2 after it
+}
 
 // checkWhereToolsRan attributes each tool execution to a worker through the ActivityTaskStarted
-// identities in the sessions' histories: nothing may run on worker-1 after its kill, and at least
-// one session must have worked on worker-1 before the kill and on worker-2 after it.
+// identities in the sessions' histories: nothing may run on worker-1 after its kill, a tool the
+// kill cut short ran once on worker-1 and never again, and at least one session must have worked
+// on worker-1 before the kill and on worker-2 after it.
 func checkWhereToolsRan(ctx context.Context, t *testing.T, c client.Client, sessions []failoverSession,
-	effects []effectLine, names workerNames, kill time.Time) (placement, int) {
+	effects []effectLine, names workerNames, kill time.Time) placement {
 	t.Helper()
-	where, moved := placement{"worker-1": {}, "worker-2": {}}, 0
+	p := placement{workers: map[string]*toolCounts{"worker-1": {}, "worker-2": {}}}
 	identities := map[string]string{}
 	for _, s := range sessions {
 		h, err := readSessionHistory(ctx, c, s.id)
@@ -193,8 +199,9 @@ func checkWhereToolsRan(ctx context.Context, t *testing.T, c client.Client, sess
 		for k, v := range h.Activities {
 			identities[k] = v
 		}
+		p.lost = append(p.lost, h.LostTools...)
 		if h.movedAcross(names, kill, "worker-1", "worker-2") {
-			moved++
+			p.moved++
 		}
 	}
 	for _, e := range effects {
@@ -204,7 +211,7 @@ func checkWhereToolsRan(ctx context.Context, t *testing.T, c client.Client, sess
 			continue
 		}
 		name := names.of(id)
-		counts, ok := where[name]
+		counts, ok := p.workers[name]
 		if !ok {
 			t.Errorf("tool execution %s ran on %s, not on a cluster worker", e.key(), name)
 			continue
@@ -215,33 +222,44 @@ func checkWhereToolsRan(ctx context.Context, t *testing.T, c client.Client, sess
 			counts.after++
 		}
 	}
-	if n := where["worker-1"].after; n > 0 {
+	for _, k := range p.lost {
+		if name := names.of(identities[k]); name != "worker-1" {
+			t.Errorf("tool activity %s timed out on %s, which was not killed", k, name)
+		}
+	}
+	if n := p.workers["worker-1"].after; n > 0 {
 		t.Errorf("%d tool executions ran on worker-1 after it was killed", n)
 	}
-	if where["worker-1"].before == 0 {
+	if p.workers["worker-1"].before == 0 {
 		t.Errorf("worker-1 ran no tool before the kill, so the drill showed no failover")
 	}
-	if moved == 0 {
+	if p.moved == 0 {
 		t.Errorf("no session ran on worker-1 before the kill and on worker-2 after it")
 	}
-	return where, moved
+	return p
 }
 
-// checkSurvivorMetrics scrapes worker-2: Keel's and the SDK's metrics must be there, and its tool
-// counter must match the tool executions attributed to it. worker-1's endpoint must be gone.
-func checkSurvivorMetrics(ctx context.Context, t *testing.T, cl *testCluster, survivor *toolCounts) {
+// checkSurvivorMetrics scrapes worker-2: Keel's and the SDK's metrics must be there; its count of
+// tools that ran (ok or error) must match the executions attributed to it, and its count of tools
+// whose outcome is unknown must match the tool activities the kill cut short, since worker-2 ran
+// those turns to their end. worker-1's endpoint must be gone.
+func checkSurvivorMetrics(ctx context.Context, t *testing.T, cl *testCluster, p placement) {
 	t.Helper()
 	m, err := scrape(ctx, cl.workerMetricsURL(2))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{record.ToolCalls, record.ModelAttempts, "temporal_activity_execution_latency_seconds_count", "temporal_workflow_completed_total"} {
-		if m[name] <= 0 {
+		if m.sum(name, nil) <= 0 {
 			t.Errorf("worker-2's /metrics has no %s", name)
 		}
 	}
-	if got, want := m[record.ToolCalls], float64(survivor.before+survivor.after); got != want {
-		t.Errorf("worker-2 counts %v tool calls in %s, but ran %v tools by the side-effect log", got, record.ToolCalls, want)
+	survivor := p.workers["worker-2"]
+	if got, want := m.sum(record.ToolCalls, outcomeIn(record.ToolOK, record.ToolError)), float64(survivor.before+survivor.after); got != want {
+		t.Errorf("worker-2 counts %v tools run in %s, but ran %v by the side-effect log", got, record.ToolCalls, want)
+	}
+	if got, want := m.sum(record.ToolCalls, outcomeIn(record.ToolUnknown)), float64(len(p.lost)); got != want {
+		t.Errorf("worker-2 counts %v tools with outcome unknown in %s, but the kill cut %v short", got, record.ToolCalls, want)
 	}
 	if _, err := scrape(ctx, cl.workerMetricsURL(1)); err == nil {
 		t.Errorf("worker-1's /metrics still answers after the kill")

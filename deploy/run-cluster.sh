@@ -72,6 +72,7 @@ main() {
 }
 
 up() {
+	check_temporal_port
 	mkdir -p "$CLUSTER_DIR"/{config,run,log}
 	ensure_postgres
 	build_temporal
@@ -83,6 +84,15 @@ up() {
 	start_workers
 	write_env
 	summary
+}
+
+# check_temporal_port rejects a frontend port whose derived ports do not fit: the server stores its
+# membership ports (P-300 to P-294) in a PostgreSQL smallint column, so they must stay at or below
+# 32767, and it dies at start-up when one does not.
+check_temporal_port() {
+	[[ "$TEMPORAL_PORT" =~ ^[0-9]+$ ]] || die "KEEL_CLUSTER_TEMPORAL_PORT=$TEMPORAL_PORT is not a port number"
+	((TEMPORAL_PORT >= 1324 && TEMPORAL_PORT <= 33061)) ||
+		die "KEEL_CLUSTER_TEMPORAL_PORT=$TEMPORAL_PORT is out of range: use 1324 to 33061 (the server's membership ports, P-300 to P-294, must be 1024 to 32767)"
 }
 
 # --- PostgreSQL ---------------------------------------------------------------------------------
@@ -177,7 +187,14 @@ start_temporal() {
 		port_free "$TEMPORAL_PORT" || die "temporal: port $TEMPORAL_PORT is taken by another process; set KEEL_CLUSTER_TEMPORAL_PORT"
 		start temporal "$CLUSTER_DIR" "$BIN/server" --root "$CLUSTER_DIR" --config config --env keel --allow-no-auth start
 	fi
-	wait_until "temporal frontend on $TEMPORAL_ADDRESS" temporal_cli operator cluster health
+	wait_until "temporal frontend on $TEMPORAL_ADDRESS" temporal_healthy
+}
+
+# temporal_healthy is true once the frontend answers a health check; it gives up at once when the
+# server has exited, rather than waiting out the timeout.
+temporal_healthy() {
+	exited temporal && die "temporal: the server exited; see $LOGS/temporal.log"
+	temporal_cli operator cluster health
 }
 
 render_server_config() {
@@ -297,7 +314,7 @@ export_keel_env() {
 worker_polling() {
 	local pid
 	pid=$(pid_of "$1") || return 1
-	alive "$1" || die "$1 exited; see $LOGS/$1.log"
+	exited "$1" && die "$1 exited; see $LOGS/$1.log"
 	find_temporal_cli
 	"$TEMPORAL_CLI" --address "$TEMPORAL_ADDRESS" --command-timeout 5s task-queue describe \
 		--namespace default --task-queue keel 2>/dev/null | grep -q "[[:space:]]$pid@"

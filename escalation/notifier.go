@@ -23,7 +23,11 @@ type Answerer interface {
 	Status(ctx context.Context, workflowID string) (contract.SessionStatus, error)
 }
 
-// sentSet remembers which escalation IDs a notifier already delivered in this process, so a
+// noticeKey names one escalation of one session. Notifiers key on both IDs, so two sessions
+// whose escalation IDs happen to be equal still each get their notice.
+func noticeKey(e contract.Escalation) string { return e.WorkflowID + "\x00" + e.ID }
+
+// sentSet remembers which escalations a notifier already delivered in this process, so a
 // retried activity on the same worker skips the network altogether.
 type sentSet struct {
 	mu   sync.Mutex

@@ -325,3 +325,24 @@ func TestSlackBotAnswerNotDelivered(t *testing.T) {
 		})
 	}
 }
+
+// TestSlackBotSameIDOtherSession: two sessions whose escalation IDs are equal are answered
+// separately; an answer to one is no answer to the other.
+func TestSlackBotSameIDOtherSession(t *testing.T) {
+	h := newBotHarness(t)
+	code, _ := h.do(h.click("U1", testTeam, contract.ActionAbort))
+	require.Equal(t, http.StatusOK, code)
+	receive(t, h.slack.updates, "chat.update of the first session")
+
+	h.e.WorkflowID = "keel-other-session"
+	code, _ = h.do(h.click("U2", testTeam, contract.ActionRetry))
+	require.Equal(t, http.StatusOK, code)
+	receive(t, h.slack.updates, "chat.update of the second session")
+	h.bot.Wait()
+	h.ans.mu.Lock()
+	defer h.ans.mu.Unlock()
+	require.Len(t, h.ans.answers, 2)
+	assert.Equal(t, "keel-other-session", h.ans.answers[1].WorkflowID)
+	assert.Equal(t, contract.ActionRetry, h.ans.answers[1].Answer.Action)
+	assert.Empty(t, h.slack.ephemerals, "nobody is told the escalation was already answered")
+}

@@ -22,6 +22,13 @@ type delivery struct {
 	Record       answerRecord
 }
 
+// key names the escalation in the bot's state. It includes the workflow ID, so two sessions
+// whose escalation IDs happen to be equal never share an answer.
+func (d delivery) key() string { return answerKey(d.WorkflowID, d.EscalationID) }
+
+// answerKey is the bot state's key of one escalation of one session.
+func answerKey(workflowID, escalationID string) string { return workflowID + "\x00" + escalationID }
+
 // handleInteraction serves button clicks and modal submissions.
 func (b *SlackBot) handleInteraction(w http.ResponseWriter, r *http.Request) {
 	form, ok := b.verified(w, r)
@@ -67,11 +74,11 @@ func (b *SlackBot) onBlockAction(w http.ResponseWriter, cb slack.InteractionCall
 	if d.TS == "" {
 		d.TS = cb.Message.Timestamp
 	}
-	b.state.rememberNotice(v.EscalationID, cb.Message.Blocks.BlockSet)
+	b.state.rememberNotice(d.key(), cb.Message.Blocks.BlockSet)
 	w.WriteHeader(http.StatusOK)
 
 	user := cb.User.ID
-	if prev, ok := b.state.answered(v.EscalationID); ok {
+	if prev, ok := b.state.answered(d.key()); ok {
 		b.noteDuplicate(d, user, prev, redelivered)
 		return
 	}
@@ -81,7 +88,7 @@ func (b *SlackBot) onBlockAction(w http.ResponseWriter, cb slack.InteractionCall
 		return
 	}
 	d.Record = answerRecord{User: user, Action: choice, At: b.cfg.Now()}
-	if prev, ok := b.state.claim(v.EscalationID, d.Record); !ok {
+	if prev, ok := b.state.claim(d.key(), d.Record); !ok {
 		b.noteDuplicate(d, user, prev, redelivered)
 		return
 	}
@@ -110,7 +117,7 @@ func (b *SlackBot) onViewSubmission(w http.ResponseWriter, cb slack.InteractionC
 	}
 	d := delivery{WorkflowID: m.WorkflowID, EscalationID: m.EscalationID, Channel: m.Channel, TS: m.TS,
 		Record: answerRecord{User: cb.User.ID, Action: contract.ActionEdit, Text: text, At: b.cfg.Now()}}
-	if prev, ok := b.state.claim(m.EscalationID, d.Record); !ok {
+	if prev, ok := b.state.claim(d.key(), d.Record); !ok {
 		writeJSON(w, slack.NewErrorsViewSubmissionResponse(map[string]string{slackEditBlockID: slackMarkupFree(alreadyNote(prev))}))
 		return
 	}
@@ -126,17 +133,17 @@ func (b *SlackBot) deliver(ctx context.Context, d delivery) {
 		EscalationID: d.EscalationID, Action: rec.Action, Text: rec.Text, By: "slack:" + rec.User, Via: "slack",
 	})
 	if err != nil {
-		b.state.release(d.EscalationID)
+		b.state.release(d.key())
 		b.cfg.Logger.Error("delivering slack answer", "workflow_id", d.WorkflowID, "escalation_id", d.EscalationID, "error", err)
 		b.ephemeral(ctx, d.Channel, rec.User, fmt.Sprintf("Your answer did not reach session `%s`; nothing changed. Try again.", d.WorkflowID))
 		return
 	}
 	if !res.Accepted {
-		b.state.release(d.EscalationID)
+		b.state.release(d.key())
 		b.ephemeral(ctx, d.Channel, rec.User, fmt.Sprintf("Session `%s` did not accept the answer: %s", d.WorkflowID, res.Message))
 		return
 	}
-	rec = b.state.settle(d.EscalationID)
+	rec = b.state.settle(d.key())
 	b.updateNotice(ctx, d, rec)
 }
 
@@ -145,7 +152,7 @@ func (b *SlackBot) updateNotice(ctx context.Context, d delivery, rec answerRecor
 	if d.Channel == "" || d.TS == "" {
 		return
 	}
-	blocks := answeredBlocks(b.state.notice(d.EscalationID), rec)
+	blocks := answeredBlocks(b.state.notice(d.key()), rec)
 	fallback := fmt.Sprintf("Escalation %s of %s answered by %s: %s", d.EscalationID, d.WorkflowID, rec.User, rec.Action)
 	if _, _, _, err := b.cfg.API.UpdateMessageContext(ctx, d.Channel, d.TS, slack.MsgOptionText(fallback, false), slack.MsgOptionBlocks(blocks...)); err != nil {
 		b.cfg.Logger.Warn("updating slack notice", "channel", d.Channel, "ts", d.TS, "error", err)

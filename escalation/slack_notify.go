@@ -35,10 +35,10 @@ func (s *SlackNotifier) Name() string { return "slack" }
 
 // Notify posts the notice once per escalation ID.
 func (s *SlackNotifier) Notify(ctx context.Context, e contract.Escalation) error {
-	if s.sent.has(e.ID) {
+	if s.sent.has(noticeKey(e)) {
 		return nil
 	}
-	found, err := s.alreadyPosted(ctx, e.ID)
+	found, err := s.alreadyPosted(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -56,12 +56,13 @@ func (s *SlackNotifier) Notify(ctx context.Context, e contract.Escalation) error
 			return fmt.Errorf("posting escalation %s to slack channel %s: %w", e.ID, s.Channel, err)
 		}
 	}
-	s.sent.add(e.ID)
+	s.sent.add(noticeKey(e))
 	return nil
 }
 
-// alreadyPosted looks for a notice with this escalation ID in the channel's recent history.
-func (s *SlackNotifier) alreadyPosted(ctx context.Context, id string) (bool, error) {
+// alreadyPosted looks for a notice of this session's escalation in the channel's recent history.
+func (s *SlackNotifier) alreadyPosted(ctx context.Context, e contract.Escalation) (bool, error) {
+	id := e.ID
 	hist, err := s.API.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
 		ChannelID:          s.Channel,
 		Limit:              slackHistoryWindow,
@@ -75,7 +76,8 @@ func (s *SlackNotifier) alreadyPosted(ctx context.Context, id string) (bool, err
 		return false, fmt.Errorf("reading slack channel %s for escalation %s: %w", s.Channel, id, err)
 	}
 	for _, m := range hist.Messages {
-		if m.Metadata.EventType == SlackMetadataEventType && m.Metadata.EventPayload["escalation_id"] == id {
+		p := m.Metadata.EventPayload
+		if m.Metadata.EventType == SlackMetadataEventType && p["escalation_id"] == id && p["workflow_id"] == e.WorkflowID {
 			return true, nil
 		}
 	}

@@ -78,3 +78,18 @@ func TestSlackNotifierIdempotent(t *testing.T) {
 		})
 	}
 }
+
+// TestSlackNotifierSameIDOtherSession: an escalation ID equal to another session's (IDs are short)
+// is still a different escalation, both in one process and in the channel's history.
+func TestSlackNotifierSameIDOtherSession(t *testing.T) {
+	fs := newFakeSlack(t)
+	a := sampleEscalation("esc-same")
+	b := a
+	b.WorkflowID = "keel-other-session"
+	require.NoError(t, (&SlackNotifier{API: fs.api(), Channel: "C1"}).Notify(context.Background(), a))
+	n := &SlackNotifier{API: fs.api(), Channel: "C1"}
+	require.NoError(t, n.Notify(context.Background(), a))
+	require.Equal(t, 1, fs.postCount(), "the first session's notice is found in history")
+	require.NoError(t, n.Notify(context.Background(), b))
+	assert.Equal(t, 2, fs.postCount(), "the other session's notice is posted")
+}

@@ -46,7 +46,7 @@ func (w *WebhookNotifier) Name() string { return "webhook" }
 
 // Notify posts the escalation once; a non-2xx answer is an error so the activity retries.
 func (w *WebhookNotifier) Notify(ctx context.Context, e contract.Escalation) error {
-	if w.sent.has(e.ID) {
+	if w.sent.has(noticeKey(e)) {
 		return nil
 	}
 	body, err := json.Marshal(e)
@@ -70,7 +70,7 @@ func (w *WebhookNotifier) Notify(ctx context.Context, e contract.Escalation) err
 	if err := checkStatus("posting escalation "+e.ID+" to the webhook", resp); err != nil {
 		return err
 	}
-	w.sent.add(e.ID)
+	w.sent.add(noticeKey(e))
 	return nil
 }
 
