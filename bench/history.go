@@ -94,4 +94,3 @@ func Timeline(events []*historypb.HistoryEvent) string {
 	}
 	return out
 }
-

@@ -25,14 +25,14 @@ type sessionHistory struct {
 	Tasks []taskRun
 	// Activities maps "workflowID#activityID" to the identity of the worker that started it.
 	Activities map[string]string
-	// LostTools are the tool activities ("workflowID#activityID") that timed out: their worker
-	// died while running them.
-	LostTools []string
+	// LostTools maps the tool activities ("workflowID#activityID") that timed out to the kind of
+	// timeout (TIMEOUT_TYPE_HEARTBEAT when their worker died while running them).
+	LostTools map[string]string
 }
 
 // readSessionHistory walks the history of a session and of every child workflow it started.
 func readSessionHistory(ctx context.Context, c client.Client, sessionID string) (sessionHistory, error) {
-	h := sessionHistory{Activities: map[string]string{}}
+	h := sessionHistory{Activities: map[string]string{}, LostTools: map[string]string{}}
 	queue := []string{sessionID}
 	for len(queue) > 0 {
 		id := queue[0]
@@ -68,8 +68,9 @@ func (h *sessionHistory) readOne(ctx context.Context, c client.Client, workflowI
 			h.Tasks = append(h.Tasks, taskRun{At: e.GetEventTime().AsTime(), Identity: a.GetIdentity()})
 			h.Activities[workflowID+"#"+scheduled[a.GetScheduledEventId()].id] = a.GetIdentity()
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
-			if a := scheduled[e.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId()]; a.typ == contract.RunToolActivity {
-				h.LostTools = append(h.LostTools, workflowID+"#"+a.id)
+			to := e.GetActivityTaskTimedOutEventAttributes()
+			if a := scheduled[to.GetScheduledEventId()]; a.typ == contract.RunToolActivity {
+				h.LostTools[workflowID+"#"+a.id] = to.GetFailure().GetTimeoutFailureInfo().GetTimeoutType().String()
 			}
 		case enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
 			children = append(children, e.GetStartChildWorkflowExecutionInitiatedEventAttributes().GetWorkflowId())

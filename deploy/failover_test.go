@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -178,8 +179,8 @@ type toolCounts struct{ before, after int }
 // placement is where tools ran, by worker name, and which tool activities the kill cut short.
 type placement struct {
 	workers map[string]*toolCounts
-	lost    []string
-	moved   int // sessions that ran on worker-1 before the kill and on worker-2 after it
+	lost    map[string]string // tool activity → timeout type
+	moved   int               // sessions that ran on worker-1 before the kill and on worker-2 after it
 }
 
 // checkWhereToolsRan attributes each tool execution to a worker through the ActivityTaskStarted
@@ -189,7 +190,7 @@ type placement struct {
 func checkWhereToolsRan(ctx context.Context, t *testing.T, c client.Client, sessions []failoverSession,
 	effects []effectLine, names workerNames, kill time.Time) placement {
 	t.Helper()
-	p := placement{workers: map[string]*toolCounts{"worker-1": {}, "worker-2": {}}}
+	p := placement{workers: map[string]*toolCounts{"worker-1": {}, "worker-2": {}}, lost: map[string]string{}}
 	identities := map[string]string{}
 	for _, s := range sessions {
 		h, err := readSessionHistory(ctx, c, s.id)
@@ -199,7 +200,7 @@ func checkWhereToolsRan(ctx context.Context, t *testing.T, c client.Client, sess
 		for k, v := range h.Activities {
 			identities[k] = v
 		}
-		p.lost = append(p.lost, h.LostTools...)
+		maps.Copy(p.lost, h.LostTools)
 		if h.movedAcross(names, kill, "worker-1", "worker-2") {
 			p.moved++
 		}
@@ -222,9 +223,13 @@ func checkWhereToolsRan(ctx context.Context, t *testing.T, c client.Client, sess
 			counts.after++
 		}
 	}
-	for _, k := range p.lost {
+	tools := map[string]string{}
+	for _, e := range effects {
+		tools[e.key()] = e.Tool
+	}
+	for k, kind := range p.lost {
 		if name := names.of(identities[k]); name != "worker-1" {
-			t.Errorf("tool activity %s timed out on %s, which was not killed", k, name)
+			t.Errorf("tool activity %s (%s) timed out (%s) on %s, which was not killed", k, tools[k], kind, name)
 		}
 	}
 	if n := p.workers["worker-1"].after; n > 0 {

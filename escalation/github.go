@@ -64,13 +64,17 @@ func (g *GitHubNotifier) Notify(ctx context.Context, e contract.Escalation) erro
 // GitHubComment renders the comment: a mention, the escalation as text, and the marker.
 func GitHubComment(e contract.Escalation, author string) string {
 	var b strings.Builder
-	if author != "" {
+	if author != "" && NoticeOnly(e) {
+		fmt.Fprintf(&b, "@%s the agent session working on this pull request failed.\n\n", author)
+	} else if author != "" {
 		fmt.Fprintf(&b, "@%s the agent session working on this pull request needs a person.\n\n", author)
 	}
 	b.WriteString("```\n")
 	b.WriteString(strings.ReplaceAll(Text(e), "```", "'''"))
 	b.WriteString("```\n\n")
-	fmt.Fprintf(&b, "Answer with `%s`.\n\n", AnswerCommand(e))
+	if !NoticeOnly(e) {
+		fmt.Fprintf(&b, "Answer with `%s`.\n\n", AnswerCommand(e))
+	}
 	b.WriteString(GitHubMarker(e.ID))
 	b.WriteString("\n")
 	return b.String()

@@ -35,8 +35,12 @@ type buttonValue struct {
 // slackBlocks renders the escalation notice: why, what was tried, the last error, the link and
 // one button per allowed choice.
 func slackBlocks(e contract.Escalation) []slack.Block {
+	header := "A Keel session needs a person"
+	if NoticeOnly(e) {
+		header = "A Keel session failed"
+	}
 	blocks := []slack.Block{
-		slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, "A Keel session needs a person", false, false)),
+		slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, header, false, false)),
 		mrkdwnSection(fmt.Sprintf("*Reason:* %s\n*Session:* `%s`\n*Escalation:* `%s`", Reason(e.Reason), e.WorkflowID, e.ID)),
 	}
 	if e.Summary != "" {
@@ -54,6 +58,9 @@ func slackBlocks(e contract.Escalation) []slack.Block {
 	if ctx := contextLine(e); ctx != "" {
 		blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, ctx, false, false)))
 	}
+	if NoticeOnly(e) {
+		return append(blocks, mrkdwnSection("The session has ended; there is nothing to answer."))
+	}
 	return append(blocks, answerButtons(e))
 }
 
@@ -63,7 +70,7 @@ func contextLine(e contract.Escalation) string {
 	if facts := factsLine(e); facts != "" {
 		parts = append(parts, facts)
 	}
-	if !e.Deadline.IsZero() {
+	if !e.Deadline.IsZero() && !NoticeOnly(e) {
 		parts = append(parts, fmt.Sprintf("answer before <!date^%d^{date_short_pretty} {time}|%s>", e.Deadline.Unix(), e.Deadline.UTC().Format(time.RFC3339)))
 	}
 	if e.Link != "" {

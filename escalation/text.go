@@ -40,6 +40,13 @@ func Choices(e contract.Escalation) []string {
 	return []string{contract.ActionRetry, contract.ActionEdit, contract.ActionAbort}
 }
 
+// NoticeOnly reports whether e only tells people that a session failed (gateway retries exhausted,
+// budget): the session did not wait, so there is nothing to answer and no buttons or commands are
+// offered.
+func NoticeOnly(e contract.Escalation) bool {
+	return len(e.Choices) == 0 && (e.Reason == contract.ReasonGatewayRetries || e.Reason == contract.ReasonBudget)
+}
+
 // AnswerCommand is the exact CLI line that answers the escalation, shared by every channel so
 // people learn one command.
 func AnswerCommand(e contract.Escalation) string {
@@ -50,7 +57,11 @@ func AnswerCommand(e contract.Escalation) string {
 // person needs to decide without opening anything else.
 func Text(e contract.Escalation) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Session %s needs a person: %s\n", e.WorkflowID, Reason(e.Reason))
+	if NoticeOnly(e) {
+		fmt.Fprintf(&b, "Session %s failed: %s\n", e.WorkflowID, Reason(e.Reason))
+	} else {
+		fmt.Fprintf(&b, "Session %s needs a person: %s\n", e.WorkflowID, Reason(e.Reason))
+	}
 	fmt.Fprintf(&b, "Escalation: %s\n", e.ID)
 	if e.Summary != "" {
 		fmt.Fprintf(&b, "Summary: %s\n", e.Summary)
@@ -72,6 +83,10 @@ func Text(e contract.Escalation) string {
 	}
 	if e.Link != "" {
 		fmt.Fprintf(&b, "Web UI: %s\n", e.Link)
+	}
+	if NoticeOnly(e) {
+		b.WriteString("Nothing to answer: the session has ended.\n")
+		return b.String()
 	}
 	fmt.Fprintf(&b, "Choices: %s\n", strings.Join(Choices(e), ", "))
 	if !e.Deadline.IsZero() {

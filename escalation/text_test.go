@@ -1,10 +1,12 @@
 package escalation
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/keelrun/keel/contract"
 )
@@ -56,6 +58,41 @@ func TestText(t *testing.T) {
 			for _, nw := range tt.notWant {
 				assert.False(t, strings.Contains(got, nw), "unexpected %q in\n%s", nw, got)
 			}
+		})
+	}
+}
+
+// TestNoticeOnly: a failed session's notice (gateway, budget) offers no answer anywhere; a
+// question, or an old record without choices for another reason, offers all three.
+func TestNoticeOnly(t *testing.T) {
+	notice := sampleEscalation("esc-n1")
+	notice.Choices = nil
+	question := sampleEscalation("esc-q1")
+	old := sampleEscalation("esc-o1")
+	old.Choices, old.Reason = nil, contract.ReasonLoop
+	tests := []struct {
+		name   string
+		e      contract.Escalation
+		notice bool
+	}{
+		{"gateway notice", notice, true},
+		{"budget notice", func() contract.Escalation { e := notice; e.Reason = contract.ReasonBudget; return e }(), true},
+		{"question", question, false},
+		{"old record without choices", old, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.notice, NoticeOnly(tt.e))
+			text := Text(tt.e)
+			comment := GitHubComment(tt.e, "octo")
+			blocks, err := json.Marshal(slackBlocks(tt.e))
+			require.NoError(t, err)
+			for _, s := range []string{text, comment} {
+				assert.Equal(t, !tt.notice, strings.Contains(s, "starter answer"), "answer command in %q", s)
+			}
+			assert.Equal(t, !tt.notice, strings.Contains(string(blocks), `"action_id":"keel_abort"`), "buttons")
+			assert.Equal(t, tt.notice, strings.Contains(text, "Nothing to answer"))
+			assert.Equal(t, tt.notice, strings.Contains(string(blocks), "nothing to answer"))
 		})
 	}
 }
