@@ -50,6 +50,7 @@ func startSession(ctx context.Context, c client.Client, cfg config.Config, spec 
 		Sinks:        []string{sink.URL()},
 		Inject:       spec.inject,
 		Escalation:   cfg.Escalation.EscalationPolicy,
+		TurnsPerRun:  cfg.Temporal.TurnsPerRun,
 	}
 	opts := client.StartWorkflowOptions{
 		ID:                       spec.workflowID,

@@ -44,6 +44,8 @@ type Temporal struct {
 	TaskQueue string
 	// UIURL is the Web UI's base URL, for links.
 	UIURL string
+	// TurnsPerRun continues sessions as new after that many turns per run (0: when suggested).
+	TurnsPerRun int
 }
 
 // Dev configures the local dev stack the starter can bring up.
@@ -135,6 +137,7 @@ var defaults = map[string]any{
 	"temporal.namespace":              "default",
 	"temporal.task_queue":             contract.TaskQueue,
 	"temporal.ui_url":                 "http://127.0.0.1:8233",
+	"temporal.turns_per_run":          0,
 	"dev.state_dir":                   ".keel",
 	"dev.ui_port":                     8233,
 	"gateway.provider":                "openai",

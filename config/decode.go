@@ -73,6 +73,7 @@ func decode(v *viper.Viper) (Config, error) {
 		TaskQueue: v.GetString("temporal.task_queue"),
 		UIURL:     strings.TrimRight(v.GetString("temporal.ui_url"), "/"),
 	}
+	c.Temporal.TurnsPerRun = int(d.integer("temporal.turns_per_run"))
 	c.Dev = Dev{StateDir: v.GetString("dev.state_dir"), UIPort: int(d.integer("dev.ui_port"))}
 	c.Gateway = Gateway{
 		Provider: d.oneOf("gateway.provider", "openai", "anthropic"),

@@ -24,6 +24,9 @@ type SessionInput struct {
 	Inject string `json:"inject,omitempty"`
 	// Escalation configures deadlines and the default action of escalations.
 	Escalation EscalationPolicy `json:"escalation"`
+	// TurnsPerRun, when set, continues the session as new after that many turns in one run, on top
+	// of whenever the server suggests it; it keeps every run's history small and bounded.
+	TurnsPerRun int `json:"turns_per_run,omitempty"`
 	// Carry is the state of an earlier run (continue-as-new) or of a forked session.
 	Carry *SessionState `json:"carry,omitempty"`
 }

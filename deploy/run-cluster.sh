@@ -40,7 +40,8 @@
 #   KEEL_CLUSTER_DB_PREFIX      database names: PREFIX_temporal, PREFIX_temporal_visibility and
 #                               PREFIX for Keel's store (default keel)
 #   KEEL_CLUSTER_TEMPORAL_PORT  Temporal frontend gRPC port (default 7233); the server's other ports
-#                               are derived from it
+#                               are derived from it, so it must be 1324 to 33061 (the membership
+#                               ports, P-300 to P-294, are kept in a PostgreSQL smallint column)
 #   KEEL_CLUSTER_GATEWAY_PORT   fake gateway port (default 8089)
 #   KEEL_CLUSTER_METRICS_PORT   first worker's metrics port (default 9464; the next gets +1)
 #   KEEL_CLUSTER_WORKERS        number of workers (default 2)

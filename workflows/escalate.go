@@ -84,7 +84,7 @@ func (s *session) openEscalation(ctx workflow.Context, req *contract.EscalationR
 		deadline = defaultEscalationDeadline
 	}
 	e := &contract.Escalation{
-		ID:         escalationID(info.WorkflowExecution.RunID, s.escalSeq),
+		ID:         escalationID(info.WorkflowExecution.ID, info.WorkflowExecution.RunID, s.escalSeq),
 		WorkflowID: info.WorkflowExecution.ID,
 		Reason:     req.Reason,
 		Class:      req.Class,
@@ -163,10 +163,9 @@ func uiLink(base, namespace, workflowID string) string {
 	return fmt.Sprintf("%s/namespaces/%s/workflows/%s", base, namespace, workflowID)
 }
 
-// escalationID is unique across sessions (notices are idempotent by it) and short enough to type.
-func escalationID(runID string, seq int) string {
-	if len(runID) > 8 {
-		runID = runID[:8]
-	}
-	return fmt.Sprintf("esc-%s-%d", runID, seq)
+// escalationID is unique across sessions (notices are idempotent by it) and short enough to type:
+// run IDs are time-ordered, so their prefixes repeat for sessions started together; a digest of
+// the whole execution does not.
+func escalationID(workflowID, runID string, seq int) string {
+	return fmt.Sprintf("esc-%s-%d", contract.Digest(workflowID + "/" + runID)[:8], seq)
 }

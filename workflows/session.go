@@ -32,6 +32,9 @@ type session struct {
 	status string
 	sinks  []string
 
+	// turnsThisRun counts the turns of this run, for TurnsPerRun.
+	turnsThisRun int
+
 	cancelReq *contract.CancelRequest
 	// cancelTurn cancels the turn in flight, if any.
 	cancelTurn workflow.CancelFunc
@@ -94,7 +97,7 @@ func (s *session) run(ctx workflow.Context) (contract.Summary, error) {
 		if s.cancelReq != nil || ctx.Err() != nil {
 			return s.finish(ctx, s.cancelledSummary(ctx, ""))
 		}
-		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() || (s.in.TurnsPerRun > 0 && s.turnsThisRun >= s.in.TurnsPerRun) {
 			return contract.Summary{}, s.continueAsNew(ctx)
 		}
 
@@ -106,6 +109,7 @@ func (s *session) run(ctx workflow.Context) (contract.Summary, error) {
 			return s.finish(ctx, sum)
 		}
 		s.absorb(ctx, turn, res)
+		s.turnsThisRun++
 		for k := 1; res.NeedsApproval != nil; k++ {
 			dec, sum, done := s.awaitApproval(ctx, *res.NeedsApproval, deadline)
 			if done {

@@ -1,10 +1,15 @@
 package replay_test
 
 import (
+	"fmt"
+	"slices"
+
 	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"io"
 	"os"
 	"os/exec"
@@ -26,6 +31,7 @@ var fixtureDir = filepath.Join(testenv.RepoRoot(), "workflows", "testdata", "his
 type recordCase struct {
 	name string
 	args []string
+	env  []string
 	// steer, when set, acts on the running session (cancel it, answer it) from another process.
 	steer func(t *testing.T, s *session)
 	// status is the summary status the run must end with.
@@ -58,10 +64,15 @@ func TestRecordHistories(t *testing.T) {
 		{name: "max-turns", args: []string{"--max-turns", "2"}, status: contract.StatusLimit},
 		{name: "cancel", args: []string{"--inject", "long_command"}, steer: cancelWhileRunning, status: contract.StatusCancelled},
 		{name: "bad-args-abort", args: []string{"--inject", "bad_args"}, steer: answerAbort, status: contract.StatusAborted},
+		{name: "bad-args-edit", args: []string{"--inject", "bad_args"}, steer: answerEdit, status: contract.StatusCompleted},
+		{name: "continued-as-new", env: []string{"KEEL_TEMPORAL_TURNS_PER_RUN=2"}, status: contract.StatusCompleted},
+		{name: "approval", env: []string{"KEEL_TOOLS_APPROVAL=writes"}, steer: approveAll, status: contract.StatusCompleted},
+		{name: "max-duration", args: []string{"--max-duration", "3s", "--inject", "long_command"}, status: contract.StatusLimit},
+		{name: "breaker", args: []string{"--inject", "breaker"}, status: contract.StatusCompleted},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := startDemo(t, env, starter, c.args)
+			s := startDemo(t, env, starter, c.args, c.env...)
 			if c.steer != nil {
 				c.steer(t, s)
 			}
@@ -70,7 +81,7 @@ func TestRecordHistories(t *testing.T) {
 				t.Fatalf("the run ended %q, want %q: %+v\nstderr:\n%s", sum.Status, c.status, sum, s.stderr())
 			}
 			removeFixtures(t, c.name)
-			paths, err := replay.RecordSession(ctx, env.Client(), sum.WorkflowID, sum.RunID, fixtureDir, c.name)
+			paths, err := recordRuns(ctx, env, sum, c.name)
 			if err != nil {
 				t.Fatalf("recording %s: %v", c.name, err)
 			}
@@ -117,6 +128,53 @@ func answerAbort(t *testing.T, s *session) {
 	s.control(t, "answer", s.workflowID(t), ev.Escalation.ID, "abort")
 }
 
+// answerEdit answers the escalation with an instruction, after which the session goes on.
+func answerEdit(t *testing.T, s *session) {
+	ev := s.waitEvent(t, func(e contract.Event) bool { return e.Event == contract.EventEscalation && e.Escalation != nil })
+	s.control(t, "answer", s.workflowID(t), ev.Escalation.ID, "edit", "--text", "send complete JSON arguments")
+}
+
+// approveAll approves every call that waits for approval until the session ends.
+func approveAll(t *testing.T, s *session) {
+	seen := 0
+	for {
+		ev := s.waitEvent(t, func(e contract.Event) bool {
+			return e.Event == contract.EventSummary || (e.Event == contract.EventApproval && e.Seq > seen)
+		})
+		if ev.Event == contract.EventSummary {
+			return
+		}
+		seen = ev.Seq
+		s.control(t, "approve", s.workflowID(t), ev.CallID, "--digest", contract.Digest(ev.Arguments))
+	}
+}
+
+// recordRuns records every run of a session (several when it continued as new), oldest first.
+func recordRuns(ctx context.Context, env *testenv.Env, sum contract.Summary, name string) ([]string, error) {
+	resp, err := env.Client().ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("WorkflowId = '%s'", sum.WorkflowID),
+	})
+	if err != nil {
+		return nil, err
+	}
+	runs := resp.GetExecutions()
+	if len(runs) <= 1 {
+		return replay.RecordSession(ctx, env.Client(), sum.WorkflowID, sum.RunID, fixtureDir, name)
+	}
+	slices.SortFunc(runs, func(a, b *workflowpb.WorkflowExecutionInfo) int {
+		return a.GetStartTime().AsTime().Compare(b.GetStartTime().AsTime())
+	})
+	var paths []string
+	for i, r := range runs {
+		p, err := replay.RecordSession(ctx, env.Client(), sum.WorkflowID, r.GetExecution().GetRunId(), fixtureDir, fmt.Sprintf("%s-run%d", name, i+1))
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, p...)
+	}
+	return paths, nil
+}
+
 // session is a running starter demo whose jsonl output is read as it arrives.
 type session struct {
 	cmd     *exec.Cmd
@@ -130,9 +188,9 @@ type session struct {
 	done   chan struct{}
 }
 
-func startDemo(t *testing.T, env *testenv.Env, starter string, args []string) *session {
+func startDemo(t *testing.T, env *testenv.Env, starter string, args []string, extraEnv ...string) *session {
 	t.Helper()
-	s := &session{env: env.StarterEnv(t), starter: starter, errBuf: &lockedBuffer{}, done: make(chan struct{})}
+	s := &session{env: env.StarterEnv(t, extraEnv...), starter: starter, errBuf: &lockedBuffer{}, done: make(chan struct{})}
 	s.cmd = exec.Command(starter, append([]string{"demo", "--output", "jsonl"}, args...)...)
 	s.cmd.Env = s.env
 	s.cmd.Stderr = s.errBuf

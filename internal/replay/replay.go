@@ -64,9 +64,11 @@ func WriteHistory(ctx context.Context, c client.Client, workflowID, runID, path 
 	return hist, nil
 }
 
-// Turn is one AgentTurn child that a session started.
+// Turn is one AgentTurn child that a session started. Name is what follows "turn-" in its ID:
+// the turn number, with "-approval-K" for the K-th resume of a turn after an approval.
 type Turn struct {
 	N          int
+	Name       string
 	WorkflowID string
 	RunID      string
 }
@@ -82,13 +84,15 @@ func Turns(sessionID string, hist *historypb.History) ([]Turn, error) {
 			continue
 		}
 		exec := attrs.GetWorkflowExecution()
-		n, err := strconv.Atoi(strings.TrimPrefix(exec.GetWorkflowId(), prefix))
-		if err != nil || contract.TurnWorkflowID(sessionID, n) != exec.GetWorkflowId() {
+		name := strings.TrimPrefix(exec.GetWorkflowId(), prefix)
+		num, _, _ := strings.Cut(name, "-")
+		n, err := strconv.Atoi(num)
+		if err != nil || !strings.HasPrefix(exec.GetWorkflowId(), contract.TurnWorkflowID(sessionID, n)) {
 			return nil, fmt.Errorf("child %q of session %s is not named as a turn", exec.GetWorkflowId(), sessionID)
 		}
-		turns = append(turns, Turn{N: n, WorkflowID: exec.GetWorkflowId(), RunID: exec.GetRunId()})
+		turns = append(turns, Turn{N: n, Name: name, WorkflowID: exec.GetWorkflowId(), RunID: exec.GetRunId()})
 	}
-	sort.Slice(turns, func(i, j int) bool { return turns[i].N < turns[j].N })
+	sort.SliceStable(turns, func(i, j int) bool { return turns[i].N < turns[j].N })
 	return turns, nil
 }
 
@@ -106,7 +110,7 @@ func RecordSession(ctx context.Context, c client.Client, sessionID, runID, dir, 
 		return paths, err
 	}
 	for _, t := range turns {
-		p := filepath.Join(dir, fmt.Sprintf("%s-turn-%d.json", name, t.N))
+		p := filepath.Join(dir, fmt.Sprintf("%s-turn-%s.json", name, t.Name))
 		if _, err := WriteHistory(ctx, c, t.WorkflowID, t.RunID, p); err != nil {
 			return paths, err
 		}
