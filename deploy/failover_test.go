@@ -28,7 +28,8 @@ import (
 const failoverSessions = 10
 
 // failoverCommand is how to run the drill; the skip message and docs/deployment.md show it.
-const failoverCommand = "KEEL_CLUSTER_TEST=1 go test ./deploy -run TestClusterFailover -v"
+// -count=1 because go test would otherwise replay a cached pass without starting a cluster.
+const failoverCommand = "KEEL_CLUSTER_TEST=1 go test -count=1 ./deploy -run TestClusterFailover -v"
 
 // TestClusterFailover is the failover drill of the production topology: run-cluster.sh starts
 // Temporal on PostgreSQL, the fake gateway and two workers that share one side-effect log; demo
@@ -79,15 +80,15 @@ func TestClusterFailover(t *testing.T) {
 	}
 	p := checkWhereToolsRan(ctx, t, c, sessions, all, names, killAt)
 	checkSurvivorMetrics(ctx, t, cl, p)
-	checkSearchAttributes(ctx, t, cl, sessions)
+	listed := checkSearchAttributes(ctx, t, cl, sessions)
 
 	t.Logf("%d sessions; worker-1 (pid %d) killed %.1fs in, after %d tool runs with %d sessions done; "+
 		"all completed %.1fs after the kill (%.1fs in all); %d tool executions, %d duplicates; "+
 		"tools on worker-1 before the kill %d (%d of them cut short by it, never rerun), on worker-2 before %d and after %d; "+
-		"%d sessions moved from worker-1 to worker-2",
+		"%d sessions moved from worker-1 to worker-2; KeelStatus=\"completed\" lists %d workflows, KeelStatus=\"running\" none",
 		len(sessions), killedPid, killAt.Sub(start).Seconds(), toolsAtKill, doneAtKill,
 		lastDone.Sub(killAt).Seconds(), lastDone.Sub(start).Seconds(), len(all), len(dups),
-		p.workers["worker-1"].before, len(p.lost), p.workers["worker-2"].before, p.workers["worker-2"].after, p.moved)
+		p.workers["worker-1"].before, len(p.lost), p.workers["worker-2"].before, p.workers["worker-2"].after, p.moved, listed)
 }
 
 // failoverSession is one session of the drill.
@@ -273,8 +274,8 @@ func checkSurvivorMetrics(ctx context.Context, t *testing.T, cl *testCluster, p 
 
 // checkSearchAttributes lists sessions by KeelStatus with the temporal CLI: every session is
 // completed and none is still running. Visibility lags a little behind the histories, hence the
-// wait.
-func checkSearchAttributes(ctx context.Context, t *testing.T, cl *testCluster, sessions []failoverSession) {
+// wait. It returns how many workflows the completed query listed.
+func checkSearchAttributes(ctx context.Context, t *testing.T, cl *testCluster, sessions []failoverSession) int {
 	t.Helper()
 	var completed, running []string
 	err := waitFor(ctx, 30*time.Second, func() (bool, error) {
@@ -296,4 +297,5 @@ func checkSearchAttributes(ctx context.Context, t *testing.T, cl *testCluster, s
 		t.Errorf("KeelStatus=\"completed\" lists %d workflows (%s), KeelStatus=\"running\" lists %v: %v",
 			len(completed), strings.Join(completed, " "), running, err)
 	}
+	return len(completed)
 }
