@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/client"
@@ -131,9 +132,13 @@ func Notifiers(cfg config.Config) map[string]escalation.Notifier {
 	return out
 }
 
+// HeartbeatThrottle is how often the worker sends an activity's heartbeat at most. Cancellation
+// arrives in heartbeat replies, so this bounds how long a cancelled tool or model stream runs on.
+const HeartbeatThrottle = 250 * time.Millisecond
+
 // NewWorker creates a worker for the task queue with both workflows and every activity.
 func NewWorker(c client.Client, cfg config.Config, acts *activities.Activities) worker.Worker {
-	w := worker.New(c, cfg.Temporal.TaskQueue, worker.Options{})
+	w := worker.New(c, cfg.Temporal.TaskQueue, worker.Options{MaxHeartbeatThrottleInterval: HeartbeatThrottle})
 	RegisterWorkflows(w)
 	acts.Register(w)
 	return w

@@ -83,7 +83,6 @@ func NewRig(c client.Client, address string, opts RigOptions) (*Rig, error) {
 		app.RegisterWorkflows(w)
 		acts.Register(w)
 	}
-	registerListToolsShim(w, acts)
 	floorStamps := NewStamps()
 	RegisterFloor(w, floorStamps)
 	if err := w.Start(); err != nil {

@@ -40,14 +40,7 @@ func approveCmd(g *globals) *cobra.Command {
 					d.CallID, d.Digest = orDefault(d.CallID, st.Approval.CallID), orDefault(d.Digest, st.Approval.Digest)
 				}
 				res, err := approveCall(ctx, c, args[0], d)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(g.stdout, res.Message)
-				if !res.Accepted {
-					return &exitError{code: ExitFailure}
-				}
-				return nil
+				return report(g, res, err)
 			})
 		},
 	}

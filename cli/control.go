@@ -11,12 +11,19 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/keelrun/keel/app"
+	"github.com/keelrun/keel/config"
 	"github.com/keelrun/keel/contract"
 	"github.com/keelrun/keel/escalation"
 )
 
 // withClient loads the configuration, connects, and runs f.
 func withClient(g *globals, cmd *cobra.Command, f func(ctx context.Context, c client.Client) error) error {
+	return withConfig(g, cmd, func(ctx context.Context, _ config.Config, c client.Client) error { return f(ctx, c) })
+}
+
+// withConfig is withClient for commands that also need the configuration.
+func withConfig(g *globals, cmd *cobra.Command, f func(ctx context.Context, cfg config.Config, c client.Client) error) error {
+	// These commands talk to Temporal only; no provider key is needed.
 	cfg, err := g.load(cmd, map[string]any{"gateway.fake": true})
 	if err != nil {
 		return err
@@ -27,7 +34,7 @@ func withClient(g *globals, cmd *cobra.Command, f func(ctx context.Context, c cl
 		return err
 	}
 	defer c.Close()
-	return f(ctx, c)
+	return f(ctx, cfg, c)
 }
 
 func cancelCmd(g *globals) *cobra.Command {
@@ -69,19 +76,24 @@ func answerCmd(g *globals) *cobra.Command {
 				res, err := answerSession(ctx, c, args[0], contract.Answer{
 					EscalationID: args[1], Action: action, Text: text, By: currentUser(), Via: "cli",
 				})
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(g.stdout, res.Message)
-				if !res.Accepted {
-					return &exitError{code: ExitFailure}
-				}
-				return nil
+				return report(g, res, err)
 			})
 		},
 	}
 	cmd.Flags().StringVar(&text, "text", "", "with edit: corrected arguments or an instruction for the model")
 	return cmd
+}
+
+// report prints whether an answer or approval was accepted; a refusal exits 1.
+func report(g *globals, res contract.AnswerResult, err error) error {
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(g.stdout, res.Message)
+	if !res.Accepted {
+		return &exitError{code: ExitFailure}
+	}
+	return nil
 }
 
 // answerSession sends an answer as the session's update and reports whether it was accepted.

@@ -114,22 +114,14 @@ func forkCmd(g *globals) *cobra.Command {
 
 // withStore is withClient plus the transcript store the workers write to.
 func withStore(g *globals, cmd *cobra.Command, f func(ctx context.Context, cfg config.Config, c client.Client, st store.Store) error) error {
-	cfg, err := g.load(cmd, map[string]any{"gateway.fake": true})
-	if err != nil {
-		return err
-	}
-	ctx := cmd.Context()
-	c, err := app.Dial(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	st, err := app.OpenStore(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	return f(ctx, cfg, c, st)
+	return withConfig(g, cmd, func(ctx context.Context, cfg config.Config, c client.Client) error {
+		st, err := app.OpenStore(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		return f(ctx, cfg, c, st)
+	})
 }
 
 // readTranscript is a session's whole transcript: what the store holds, then what is pending.

@@ -276,24 +276,25 @@ start_gateway() {
 	wait_until "fake gateway on 127.0.0.1:$GATEWAY_PORT" port_open "$GATEWAY_PORT"
 }
 
+# start_workers starts the workers one after another, each once the one before polls: workers that
+# start together race to create the store's table, and PostgreSQL's CREATE TABLE IF NOT EXISTS
+# is not safe against that race (one of them fails on pg_type's unique index and exits).
 start_workers() {
 	local i name
 	for ((i = 1; i <= WORKERS; i++)); do
 		name=worker-$i
 		if alive "$name"; then
 			log "$name: already running (pid $(pid_of "$name"))"
-			continue
+		else
+			mkdir -p "$CLUSTER_DIR/$name"
+			(
+				export_keel_env
+				export KEEL_METRICS_ADDRESS="127.0.0.1:$((METRICS_PORT + i - 1))"
+				export KEEL_DEV_STATE_DIR="$CLUSTER_DIR/$name"
+				start "$name" "$CLUSTER_DIR/$name" "$BIN/worker"
+			)
 		fi
-		mkdir -p "$CLUSTER_DIR/$name"
-		(
-			export_keel_env
-			export KEEL_METRICS_ADDRESS="127.0.0.1:$((METRICS_PORT + i - 1))"
-			export KEEL_DEV_STATE_DIR="$CLUSTER_DIR/$name"
-			start "$name" "$CLUSTER_DIR/$name" "$BIN/worker"
-		)
-	done
-	for ((i = 1; i <= WORKERS; i++)); do
-		wait_until "worker-$i polling task queue keel" worker_polling "worker-$i"
+		wait_until "$name polling task queue keel" worker_polling "$name"
 	done
 }
 

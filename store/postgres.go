@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/keelrun/keel/contract"
@@ -28,7 +29,16 @@ func OpenPostgres(ctx context.Context, dsn string) (*PostgresStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the postgres store: %w", err)
 	}
-	if _, err := pool.Exec(ctx, schema); err != nil {
+	// Workers that start together would race on CREATE TABLE IF NOT EXISTS (PostgreSQL answers the
+	// loser with a duplicate key in its catalog); an advisory lock makes them take turns.
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7242351)`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, schema)
+		return err
+	})
+	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("creating the postgres store table: %w", err)
 	}

@@ -15,12 +15,13 @@ import (
 	"github.com/keelrun/keel/contract"
 )
 
-// Timeouts of the activities. Heartbeat timeouts are short because cancellation reaches an
-// activity only through its heartbeats (the SDK sends one at most every 80 % of the timeout).
+// Timeouts of the activities. Cancellation reaches an activity only through its heartbeats; the
+// worker sends them every 250 ms (app.HeartbeatThrottle), so a cancel arrives within about that,
+// while the timeouts leave room for a busy machine before a live call is declared lost.
 const (
 	modelCallTimeout      = 10 * time.Minute
 	modelHeartbeatTimeout = 2 * time.Second
-	toolHeartbeatTimeout  = 600 * time.Millisecond
+	toolHeartbeatTimeout  = 3 * time.Second
 	defaultCommandTimeout = 60 * time.Second
 	notifyTimeout         = 30 * time.Second
 )
