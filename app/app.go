@@ -85,7 +85,7 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string) (*act
 	}
 	acts := &activities.Activities{
 		Gateway:   gw,
-		Store:     st,
+		Store:     store.WithCache(st, transcriptCache),
 		Events:    events.NewPublisher(),
 		Notifiers: Notifiers(cfg),
 		OutputCap: cfg.OutputCap,
@@ -131,6 +131,9 @@ func Notifiers(cfg config.Config) map[string]escalation.Notifier {
 	}
 	return out
 }
+
+// transcriptCache bounds the transcripts a worker keeps in memory: about one per active session.
+const transcriptCache = 1024
 
 // HeartbeatThrottle is how often the worker sends an activity's heartbeat at most. Cancellation
 // arrives in heartbeat replies, so this bounds how long a cancelled tool or model stream runs on.

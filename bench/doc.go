@@ -5,7 +5,7 @@
 //
 // The benchmarks start their own dev servers and run for minutes, so they run only when asked:
 //
-//	go test ./bench -run '^$' -bench . -benchtime 1x -timeout 20m
+//	go test ./bench -run '^$' -bench . -benchtime 1x -timeout 30m -v
 //
 // The package's tests need no server and stay cheap under `go test ./...`.
 package bench

@@ -126,7 +126,10 @@ func searchAttributes() temporal.SearchAttributes {
 // DynamicConfig holds the server settings Keel runs its dev server with, each measured in
 // docs/benchmarks.md.
 var DynamicConfig = map[string]string{
-	"system.enableActivityEagerExecution":    "true",
+	"system.enableActivityEagerExecution": "true",
+	// The dev server's one history shard reads its transfer queue at most 20 times a second by
+	// default, which put a 50 ms step under every workflow and activity task (docs/benchmarks.md).
+	"history.transferProcessorMaxPollRPS":    "10000",
 	"frontend.enableUpdateWorkflowExecution": "true",
 }
 

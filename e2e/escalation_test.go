@@ -75,3 +75,26 @@ func TestBadArgsEscalation(t *testing.T) {
 		})
 	}
 }
+
+// TestPolicyViolationEscalates: a command outside the allow list is refused with nothing run and
+// escalated as a policy violation; nobody answers, so the deadline aborts the session.
+func TestPolicyViolationEscalates(t *testing.T) {
+	r := runStarter(t, []string{"KEEL_TOOLS_COMMANDS=ls", "KEEL_ESCALATION_DEADLINE=2s"}, "demo", "--output", "jsonl")
+	if r.Code != 1 || r.Summary.Status != contract.StatusAborted {
+		t.Fatalf("exit %d, summary %+v", r.Code, r.Summary)
+	}
+	var esc *contract.Escalation
+	for _, e := range r.Events {
+		if e.Event == contract.EventEscalation && e.Escalation != nil {
+			esc = e.Escalation
+		}
+	}
+	if esc == nil || esc.Reason != contract.ReasonPolicy || len(esc.Calls) != 1 || esc.Calls[0].Name != "run_command" {
+		t.Fatalf("escalation %+v, want a policy violation for run_command", esc)
+	}
+	for _, e := range resultsOf(r, "run_command") {
+		if !e.IsError || !strings.Contains(e.Text, "does not allow") {
+			t.Fatalf("the command was not refused: %+v", e)
+		}
+	}
+}

@@ -125,3 +125,20 @@ func TestTerminalKeys(t *testing.T) {
 		t.Fatal("the terminal was left in raw mode")
 	}
 }
+
+// TestTerminalEscalationPrompt: at a terminal, an escalation asks [R]etry, [E]dit, [A]bort? and the
+// a key aborts the session.
+func TestTerminalEscalationPrompt(t *testing.T) {
+	r := startTTY(t, env.StarterEnv(t), "demo", "--inject", "bad_args")
+	if !waitFor(60*time.Second, func() bool { return r.seen("[R]etry, [E]dit, [A]bort?") }) {
+		t.Fatalf("no escalation prompt:\n%s", r.text())
+	}
+	r.master.Write([]byte("a"))
+	_ = r.cmd.Wait()
+	if code := r.cmd.ProcessState.ExitCode(); code != 1 || !r.seen("aborted") {
+		t.Fatalf("exit %d, want 1 and an aborted session:\n%s", code, r.text())
+	}
+	if !r.canonical(t) {
+		t.Fatal("the terminal was left in raw mode")
+	}
+}

@@ -82,3 +82,36 @@ func TestOpenUnknownBackend(t *testing.T) {
 		t.Fatal("want an error for an unknown backend")
 	}
 }
+
+func TestCachedMatchesStore(t *testing.T) {
+	ctx := context.Background()
+	fs, err := OpenFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := WithCache(fs, 2)
+	head := ""
+	var want []contract.Message
+	for i := range 5 {
+		m := contract.Message{Role: contract.RoleUser, Content: fmt.Sprintf("message %d", i)}
+		want = append(want, m)
+		if head, err = c.Append(ctx, head, []contract.Message{m}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.Load(ctx, head)
+		if err != nil || len(got) != len(want) || got[i].Content != m.Content {
+			t.Fatalf("after %d appends the cache returns %+v (%v)", i+1, got, err)
+		}
+		got[0].Content = "changed by a caller"
+	}
+	fresh, err := fs.Load(ctx, head)
+	if err != nil || len(fresh) != 5 || fresh[0].Content != "message 0" {
+		t.Fatalf("the store itself: %+v (%v)", fresh, err)
+	}
+	if again, _ := c.Load(ctx, head); again[0].Content != "message 0" {
+		t.Fatal("a caller's change leaked into the cache")
+	}
+	if len(c.heads) > 2 {
+		t.Fatalf("the cache holds %d entries, more than its bound of 2", len(c.heads))
+	}
+}

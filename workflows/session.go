@@ -97,7 +97,7 @@ func (s *session) run(ctx workflow.Context) (contract.Summary, error) {
 		if s.cancelReq != nil || ctx.Err() != nil {
 			return s.finish(ctx, s.cancelledSummary(ctx, ""))
 		}
-		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() || (s.in.TurnsPerRun > 0 && s.turnsThisRun >= s.in.TurnsPerRun) {
+		if s.shouldContinueAsNew(ctx) {
 			return contract.Summary{}, s.continueAsNew(ctx)
 		}
 
@@ -242,6 +242,19 @@ func (s *session) absorb(ctx workflow.Context, turn int, res contract.TurnResult
 		s.addEvent(e)
 	}
 	s.upsertSearch(ctx)
+}
+
+// eventsBeforeContinue continues a run as new before its history reaches 4,096 events, the point
+// where the server starts suggesting it: the turn in flight when the suggestion comes still adds
+// events, and a run should never pass the warning.
+const eventsBeforeContinue = 3800
+
+// shouldContinueAsNew says whether this run has done enough: the server suggests it, the run is
+// close to the event bound, or the configured turns per run are done.
+func (s *session) shouldContinueAsNew(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= eventsBeforeContinue ||
+		(s.in.TurnsPerRun > 0 && s.turnsThisRun >= s.in.TurnsPerRun)
 }
 
 // continueAsNew starts a fresh run with the same state once the server suggests it, after every
