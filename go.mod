@@ -22,7 +22,6 @@ require (
 	go.temporal.io/sdk v1.51.0
 	go.temporal.io/sdk/contrib/opentelemetry v0.8.1
 	golang.org/x/sys v0.50.0
-	golang.org/x/term v0.48.0
 	google.golang.org/protobuf v1.36.12
 )
 

@@ -30,15 +30,14 @@ func (r loadResult) perSecond() float64 { return float64(r.turns) / r.wall.Secon
 // BenchmarkConcurrency runs 10 and 100 concurrent 4-turn sessions and 500 concurrent 2-turn
 // sessions on one in-process worker,
 // then the floor at 100 (parents with 4 children of two no-op activities each), on Keel's dev
-// server configuration as it ships. (ProposedDynamicConfig barely moves throughput, which is bound
-// by CPU, not by the per-shard read rate: see docs/benchmarks.md.)
+// server configuration as it ships (devserver.DynamicConfig).
 func BenchmarkConcurrency(b *testing.B) {
 	ctx := benchContext(b)
 	for i := 0; i < b.N; i++ {
 		for _, c := range []struct {
 			name string
 			dyn  map[string]string
-		}{{"today", KeelDynamicConfig(nil)}} {
+		}{{"shipped", KeelDynamicConfig(nil)}} {
 			srv := startServer(b, ctx, c.dyn)
 			rig := startRig(b, srv, RigOptions{TaskQueue: "bench-concurrency-" + c.name, ToolTurns: concurrencyToolTurns})
 			if _, _, err := rig.RunSession(ctx, uniq("warm"), uniq("warm")); err != nil {

@@ -16,84 +16,65 @@ import (
 // the final answer.
 const overheadTurns = 20
 
-// overheadRounds alternates Keel and floor runs this many times, so background load hits both.
-const overheadRounds = 4
-
-// overheadConfig is one server configuration BenchmarkTurnOverhead measures.
-type overheadConfig struct {
-	name string
-	dyn  map[string]string
-	rig  *Rig
-	keel []time.Duration
-	flr  []time.Duration
-}
+// overheadRounds alternates Keel, floor and plain runs this many times, so background load hits
+// all three alike.
+const overheadRounds = 8
 
 // BenchmarkTurnOverhead runs a 21-turn Keel session (20 list_dir turns and an answer) against
 // the same loop as plain Go calls in this process and against Temporal's floor (a parent running
-// 21 children with two no-op activities each). It does so on two servers side by side, Keel's
-// dev server configuration as it ships and with ProposedDynamicConfig, alternating every run.
+// 21 children with two no-op activities each), alternating every run, on Keel's dev server
+// configuration as it ships (devserver.DynamicConfig). BenchmarkSettings compares configurations.
 func BenchmarkTurnOverhead(b *testing.B) {
 	ctx := benchContext(b)
-	cfgs := []*overheadConfig{
-		{name: "today", dyn: KeelDynamicConfig(nil)},
-		{name: "proposed", dyn: KeelDynamicConfig(ProposedDynamicConfig)},
-	}
 	turns := overheadTurns + 1
-	for _, c := range cfgs {
-		srv := startServer(b, ctx, c.dyn)
-		c.rig = startRig(b, srv, RigOptions{TaskQueue: "bench-overhead-" + c.name, ToolTurns: overheadTurns})
-		// Warm up both paths (worker caches, task queue partitions), unmeasured.
-		if _, _, err := c.rig.RunSession(ctx, uniq("warm-keel"), uniq("warm")); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := c.rig.RunFloor(ctx, uniq("warm-floor"), turns); err != nil {
-			b.Fatal(err)
-		}
+	srv := startServer(b, ctx, KeelDynamicConfig(nil))
+	rig := startRig(b, srv, RigOptions{TaskQueue: "bench-overhead", ToolTurns: overheadTurns})
+	// Warm up both paths (worker caches, task queue partitions), unmeasured.
+	if _, _, err := rig.RunSession(ctx, uniq("warm-keel"), uniq("warm")); err != nil {
+		b.Fatal(err)
 	}
-	var plain []time.Duration
+	if _, err := rig.RunFloor(ctx, uniq("warm-floor"), turns); err != nil {
+		b.Fatal(err)
+	}
+	var keel, flr, plain []time.Duration
 	for i := 0; i < b.N; i++ {
 		for range overheadRounds {
-			for _, c := range cfgs {
-				_, d, err := c.rig.RunSession(ctx, uniq("keel"), uniq("task"))
-				if err != nil {
-					b.Fatal(err)
-				}
-				c.keel = append(c.keel, d/time.Duration(turns))
-				fd, err := c.rig.RunFloor(ctx, uniq("floor"), turns)
-				if err != nil {
-					b.Fatal(err)
-				}
-				c.flr = append(c.flr, fd/time.Duration(turns))
+			_, d, err := rig.RunSession(ctx, uniq("keel"), uniq("task"))
+			if err != nil {
+				b.Fatal(err)
 			}
-			plain = append(plain, plainLoop(b, ctx, cfgs[0].rig.Workdir, overheadTurns)/time.Duration(turns))
+			keel = append(keel, d/time.Duration(turns))
+			fd, err := rig.RunFloor(ctx, uniq("floor"), turns)
+			if err != nil {
+				b.Fatal(err)
+			}
+			flr = append(flr, fd/time.Duration(turns))
+			plain = append(plain, plainLoop(b, ctx, rig.Workdir, overheadTurns)/time.Duration(turns))
 		}
 	}
-	p := Percentile(plain, 0.5)
+	k, f, p := Percentile(keel, 0.5), Percentile(flr, 0.5), Percentile(plain, 0.5)
+	b.ReportMetric(Ms(k), "keel-ms/turn")
+	b.ReportMetric(Ms(f), "floor-ms/turn")
 	b.ReportMetric(Ms(p)*1000, "plain-µs/turn")
-	for _, c := range cfgs {
-		k, f := Percentile(c.keel, 0.5), Percentile(c.flr, 0.5)
-		b.ReportMetric(Ms(k), c.name+"-keel-ms/turn")
-		b.ReportMetric(Ms(f), c.name+"-floor-ms/turn")
-		b.ReportMetric(float64(k)/float64(f), c.name+"-keel/floor")
-		b.Logf("%s: per turn (median of %d): keel %.1f ms, floor %.1f ms, plain %.3f ms; keel/floor %.2f, keel/plain %.0f; all keel %v; all floor %v",
-			c.name, len(c.keel), Ms(k), Ms(f), Ms(p), float64(k)/float64(f), float64(k)/float64(p), c.keel, c.flr)
-	}
+	b.ReportMetric(float64(k)/float64(f), "keel/floor")
+	b.ReportMetric(float64(k)/float64(p), "keel/plain")
+	b.Logf("per turn (median of %d): keel %.1f ms, floor %.1f ms, plain %.3f ms; keel/floor %.2f, keel/plain %.0f; all keel %v; all floor %v; all plain %v",
+		len(keel), Ms(k), Ms(f), Ms(p), float64(k)/float64(f), float64(k)/float64(p), keel, flr, plain)
 	b.ReportMetric(0, "ns/op")
 	if testing.Verbose() {
-		for _, c := range cfgs {
-			b.Logf("timelines with the %s configuration", c.name)
-			logTimelines(b, ctx, c.rig)
-		}
+		logTimelines(b, ctx, rig)
 	}
 }
 
 // plainLoop is a Keel session without Temporal: the same scripted model, the same transcript
-// store and the same list_dir tool, called directly, toolTurns+1 times.
+// store (file store behind the worker's cache) and the same list_dir tool, called directly,
+// toolTurns+1 times.
 func plainLoop(b *testing.B, ctx context.Context, workdir string, toolTurns int) time.Duration {
-	st, err := store.OpenFile(filepath.Join(b.TempDir(), "store"))
+	fs, err := store.OpenFile(filepath.Join(b.TempDir(), "store"))
 	if err != nil {
 		b.Fatal(err)
 	}
+	st := store.WithCache(fs, TranscriptCache)
 	model := &Scripted{ToolTurns: toolTurns}
 	box := &tools.Box{Root: workdir}
 	start := time.Now()

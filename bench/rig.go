@@ -26,15 +26,20 @@ type RigOptions struct {
 	ToolTurns int
 	// Dir holds the transcript store and the sessions' work directory.
 	Dir string
-	// Worker, when non-nil, replaces app.NewWorker's options (to compare worker settings); nil
-	// uses app.NewWorker exactly as the worker process does.
+	// Worker, when non-nil, replaces app.NewWorker's options (to compare worker settings), keeping
+	// its heartbeat throttle; nil uses app.NewWorker exactly as the worker process does.
 	Worker *worker.Options
 	// EagerStart asks the server to hand each new session's first workflow task straight to
 	// this worker (needs system.enableEagerWorkflowStart on the server).
 	EagerStart bool
-	// Store, when set, wraps the transcript store (to time it).
+	// Store, when set, wraps the transcript store, outside the worker's cache (to time what
+	// CallModel sees).
 	Store func(store.Store) store.Store
 }
+
+// TranscriptCache is how many transcripts the bench worker keeps in memory, the bound the worker
+// process uses (app.Activities), so the benchmarks measure the store as Keel ships it.
+const TranscriptCache = 1024
 
 // Rig is an in-process Keel worker, plus the floor workflows, on one task queue.
 type Rig struct {
@@ -63,7 +68,7 @@ func NewRig(c client.Client, address string, opts RigOptions) (*Rig, error) {
 	if err != nil {
 		return nil, err
 	}
-	var s store.Store = st
+	var s store.Store = store.WithCache(st, TranscriptCache)
 	if opts.Store != nil {
 		s = opts.Store(st)
 	}
@@ -79,7 +84,9 @@ func NewRig(c client.Client, address string, opts RigOptions) (*Rig, error) {
 	if opts.Worker == nil {
 		w = app.NewWorker(c, cfg, acts)
 	} else {
-		w = worker.New(c, opts.TaskQueue, *opts.Worker)
+		wo := *opts.Worker
+		wo.MaxHeartbeatThrottleInterval = app.HeartbeatThrottle
+		w = worker.New(c, opts.TaskQueue, wo)
 		app.RegisterWorkflows(w)
 		acts.Register(w)
 	}
