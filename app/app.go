@@ -36,15 +36,23 @@ func Dial(ctx context.Context, cfg config.Config) (client.Client, error) {
 }
 
 // DialWithMetrics connects with a metrics handler, so the SDK's metrics and Keel's own (recorded
-// through the same handler from workflows and activities) reach Prometheus.
+// through the same handler from workflows and activities) reach Prometheus. Payloads over
+// store.PayloadThreshold go to the configured store instead of into history; the store stays open
+// for the life of the process (the SDK's worker needs the client it made, so it cannot be wrapped).
 func DialWithMetrics(ctx context.Context, cfg config.Config, mh client.MetricsHandler) (client.Client, error) {
+	st, err := OpenStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	c, err := client.DialContext(ctx, client.Options{
-		HostPort:       cfg.Temporal.Address,
-		Namespace:      cfg.Temporal.Namespace,
-		Logger:         Logger(os.Getenv("KEEL_LOG") != ""),
-		MetricsHandler: mh,
+		HostPort:        cfg.Temporal.Address,
+		Namespace:       cfg.Temporal.Namespace,
+		Logger:          Logger(os.Getenv("KEEL_LOG") != ""),
+		MetricsHandler:  mh,
+		ExternalStorage: store.ExternalStorage(st),
 	})
 	if err != nil {
+		_ = st.Close()
 		return nil, fmt.Errorf("connecting to temporal at %s: %w", cfg.Temporal.Address, err)
 	}
 	return c, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,12 +31,13 @@ const (
 	maxRunEvents = 4096
 )
 
-// timedStore times the transcript loads of the CallModel activity: their cost grows with the
-// transcript unless the worker's cache holds it, the orchestration's must not.
+// timedStore times the transcript store calls of the CallModel activity: their cost grows with
+// the transcript unless the worker's cache holds it, the orchestration's must not.
 type timedStore struct {
 	store.Store
-	mu    sync.Mutex
-	loads []time.Duration
+	mu      sync.Mutex
+	loads   []time.Duration
+	appends []time.Duration
 }
 
 func (s *timedStore) Load(ctx context.Context, head string) ([]contract.Message, error) {
@@ -45,6 +47,30 @@ func (s *timedStore) Load(ctx context.Context, head string) ([]contract.Message,
 	s.loads = append(s.loads, time.Since(start))
 	s.mu.Unlock()
 	return msgs, err
+}
+
+func (s *timedStore) Append(ctx context.Context, parent string, msgs []contract.Message) (string, error) {
+	start := time.Now()
+	head, err := s.Store.Append(ctx, parent, msgs)
+	s.mu.Lock()
+	s.appends = append(s.appends, time.Since(start))
+	s.mu.Unlock()
+	return head, err
+}
+
+// perLoad is the store's total time divided by its loads: one load per model call, so this is
+// the store's share of a CallModel.
+func (s *timedStore) perLoad() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.loads) == 0 {
+		return 0
+	}
+	var total time.Duration
+	for _, d := range append(slices.Clone(s.loads), s.appends...) {
+		total += d
+	}
+	return total / time.Duration(len(s.loads))
 }
 
 // memAt is the memory seen when a turn's model call started.

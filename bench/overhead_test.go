@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -28,7 +29,11 @@ func BenchmarkTurnOverhead(b *testing.B) {
 	ctx := benchContext(b)
 	turns := overheadTurns + 1
 	srv := startServer(b, ctx, KeelDynamicConfig(nil))
-	rig := startRig(b, srv, RigOptions{TaskQueue: "bench-overhead", ToolTurns: overheadTurns})
+	var ts *timedStore
+	rig := startRig(b, srv, RigOptions{TaskQueue: "bench-overhead", ToolTurns: overheadTurns, Store: func(s store.Store) store.Store {
+		ts = &timedStore{Store: s}
+		return ts
+	}})
 	// Warm up both paths (worker caches, task queue partitions), unmeasured.
 	if _, _, err := rig.RunSession(ctx, uniq("warm-keel"), uniq("warm")); err != nil {
 		b.Fatal(err)
@@ -37,14 +42,17 @@ func BenchmarkTurnOverhead(b *testing.B) {
 		b.Fatal(err)
 	}
 	var keel, flr, plain []time.Duration
+	var keelIDs, floorIDs []string
 	for i := 0; i < b.N; i++ {
 		for range overheadRounds {
-			_, d, err := rig.RunSession(ctx, uniq("keel"), uniq("task"))
+			kid, fid := uniq("keel"), uniq("floor")
+			keelIDs, floorIDs = append(keelIDs, kid), append(floorIDs, fid)
+			_, d, err := rig.RunSession(ctx, kid, uniq("task"))
 			if err != nil {
 				b.Fatal(err)
 			}
 			keel = append(keel, d/time.Duration(turns))
-			fd, err := rig.RunFloor(ctx, uniq("floor"), turns)
+			fd, err := rig.RunFloor(ctx, fid, turns)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -61,8 +69,71 @@ func BenchmarkTurnOverhead(b *testing.B) {
 	b.Logf("per turn (median of %d): keel %.1f ms, floor %.1f ms, plain %.3f ms; keel/floor %.2f, keel/plain %.0f; all keel %v; all floor %v; all plain %v",
 		len(keel), Ms(k), Ms(f), Ms(p), float64(k)/float64(f), float64(k)/float64(p), keel, flr, plain)
 	b.ReportMetric(0, "ns/op")
+	logBreakdown(b, ctx, rig, keelIDs, floorIDs, turns)
+	b.Logf("transcript store inside CallModel: %.2f ms per call (two appends and a load, through the cache)", Ms(ts.perLoad()))
 	if testing.Verbose() {
 		logTimelines(b, ctx, rig)
+	}
+}
+
+// turnPhases gathers, over many turns, where each turn's time went.
+type turnPhases struct {
+	span, wftWait, wftRun, model, tool, between []time.Duration
+}
+
+// add reads every turn child of parent and the parent's gaps between them.
+func (tp *turnPhases) add(ctx context.Context, rig *Rig, parent string, childID func(int) string, turns int) error {
+	for t := 1; t <= turns; t++ {
+		evs, err := History(ctx, rig.Client, childID(t), "")
+		if err != nil {
+			return err
+		}
+		p := ChildPhases(evs)
+		tp.span, tp.wftWait, tp.wftRun = append(tp.span, p.Span), append(tp.wftWait, p.WFTWait), append(tp.wftRun, p.WFTRun)
+		if len(p.Activities) > 0 {
+			tp.model = append(tp.model, p.Activities[0])
+		}
+		if len(p.Activities) > 1 {
+			tp.tool = append(tp.tool, p.Activities[1])
+		}
+	}
+	evs, err := History(ctx, rig.Client, parent, "")
+	if err != nil {
+		return err
+	}
+	tp.between = append(tp.between, BetweenChildren(evs)...)
+	return nil
+}
+
+// logBreakdown reads the measured sessions' and floors' histories and logs the median of each
+// phase of a turn side by side, so the gap between Keel and the floor has a place.
+func logBreakdown(b *testing.B, ctx context.Context, rig *Rig, keelIDs, floorIDs []string, turns int) {
+	var k, f turnPhases
+	for _, id := range keelIDs {
+		if err := k.add(ctx, rig, id, func(t int) string { return contract.TurnWorkflowID(id, t) }, turns); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, id := range floorIDs {
+		if err := f.add(ctx, rig, id, func(t int) string { return fmt.Sprintf("%s/turn-%d", id, t) }, turns); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rows := []struct {
+		name string
+		k, f []time.Duration
+	}{
+		{"turn child, first to last event", k.span, f.span},
+		{"  workflow tasks waiting (dispatch)", k.wftWait, f.wftWait},
+		{"  workflow tasks running (worker)", k.wftRun, f.wftRun},
+		{"  CallModel / first no-op", k.model, f.model},
+		{"  RunTool / second no-op", k.tool, f.tool},
+		{"parent, child completed to next started", k.between, f.between},
+	}
+	b.Logf("%-42s %9s %9s %9s   (medians over %d turns)", "phase", "keel ms", "floor ms", "diff", len(k.span))
+	for _, r := range rows {
+		km, fm := Ms(Percentile(r.k, 0.5)), Ms(Percentile(r.f, 0.5))
+		b.Logf("%-42s %9.1f %9.1f %+9.1f", r.name, km, fm, km-fm)
 	}
 }
 

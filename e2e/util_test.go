@@ -1,6 +1,11 @@
 package e2e
 
-import "strings"
+import (
+	"strings"
+	"testing"
+
+	"github.com/keelrun/keel/fakegw"
+)
 
 func nonEmptyLines(s string) []string {
 	var out []string
@@ -13,3 +18,14 @@ func nonEmptyLines(s string) []string {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// startGateway starts a fake gateway for one test and returns its base URL.
+func startGateway(t *testing.T) string {
+	t.Helper()
+	gw := fakegw.New(fakegw.Options{})
+	if err := gw.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+	return gw.BaseURL()
+}

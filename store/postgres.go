@@ -17,11 +17,10 @@ type PostgresStore struct {
 	pool *pgxpool.Pool
 }
 
-const schema = `CREATE TABLE IF NOT EXISTS keel_messages (
-	id     text PRIMARY KEY,
-	parent text NOT NULL,
-	body   jsonb NOT NULL
-)`
+var schema = []string{
+	`CREATE TABLE IF NOT EXISTS keel_messages (id text PRIMARY KEY, parent text NOT NULL, body jsonb NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS keel_blobs (id text PRIMARY KEY, data bytea NOT NULL)`,
+}
 
 // OpenPostgres connects and creates the table if needed.
 func OpenPostgres(ctx context.Context, dsn string) (*PostgresStore, error) {
@@ -35,8 +34,12 @@ func OpenPostgres(ctx context.Context, dsn string) (*PostgresStore, error) {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7242351)`); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, schema)
-		return err
+		for _, stmt := range schema {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		pool.Close()

@@ -23,6 +23,8 @@ type Store interface {
 	Append(ctx context.Context, parent string, msgs []contract.Message) (string, error)
 	// Load returns the transcript ending at head, oldest first.
 	Load(ctx context.Context, head string) ([]contract.Message, error)
+	// Blobs keep large Temporal payloads out of history (see ExternalStorage).
+	Blobs
 	Close() error
 }
 
