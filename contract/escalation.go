@@ -18,6 +18,9 @@ const (
 	ActionRetry = "retry"
 	ActionEdit  = "edit"
 	ActionAbort = "abort"
+	// ActionApprove and ActionDeny answer an approval notice.
+	ActionApprove = "approve"
+	ActionDeny    = "deny"
 )
 
 // EscalationPolicy configures how long an escalation waits and whom it tells.
@@ -51,6 +54,10 @@ type Escalation struct {
 	Deadline time.Time     `json:"deadline"`
 	// Answer is set once someone answered.
 	Answer *Answer `json:"answer,omitempty"`
+	// Approval is set when the notice asks a person to approve one tool call (reason approval):
+	// the answer is then an approve_call update naming the call and its argument digest, and the
+	// choices are ActionApprove and ActionDeny.
+	Approval *Approval `json:"approval,omitempty"`
 }
 
 // Answer is a person's decision on an escalation, delivered by update or signal.

@@ -28,12 +28,15 @@ func (s *session) awaitApproval(ctx workflow.Context, a contract.Approval, durat
 	s.addEvent(contract.Event{Event: contract.EventApproval, Turn: s.state.Turns, Tool: a.Tool, CallID: a.CallID, Arguments: a.Arguments,
 		Text: fmt.Sprintf("%s %s waits for approval (digest %s)", a.Tool, clip(a.Arguments, 120), a.Digest[:12])})
 
+	chainCtx, stopChain := workflow.WithCancel(ctx)
+	s.notifyChain(chainCtx, s.approvalNotice(ctx, a))
 	_, _ = workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
 		Timeout:      timeout,
 		TimerOptions: workflow.TimerOptions{Summary: "approval deadline for " + a.Tool},
 	}, func() bool {
 		return s.decision != nil || s.cancelReq != nil || (durationLimit != nil && durationLimit.IsReady())
 	})
+	stopChain()
 	dec := s.decision
 	s.approval, s.decision = nil, nil
 	s.status = contract.StatusRunning
@@ -52,6 +55,23 @@ func (s *session) awaitApproval(ctx workflow.Context, a contract.Approval, durat
 	}
 	s.addEvent(contract.Event{Event: contract.EventAnswer, Turn: s.state.Turns, Tool: a.Tool, CallID: a.CallID, Text: a.Tool + " " + verdict})
 	return dec, contract.Summary{}, false
+}
+
+// approvalNotice is what the escalation channels are sent about a call waiting for approval. Its
+// ID names the call, so notices stay idempotent per call.
+func (s *session) approvalNotice(ctx workflow.Context, a contract.Approval) contract.Escalation {
+	info := workflow.GetInfo(ctx)
+	return contract.Escalation{
+		ID:         "apr-" + contract.Digest(info.WorkflowExecution.ID + "/" + a.CallID)[:12],
+		WorkflowID: info.WorkflowExecution.ID,
+		Reason:     contract.ReasonApproval,
+		Summary:    fmt.Sprintf("%s waits for approval", a.Tool),
+		Calls:      []contract.ToolCall{{ID: a.CallID, Name: a.Tool, Arguments: a.Arguments}},
+		Link:       uiLink(s.in.Escalation.UIBase, info.Namespace, info.WorkflowExecution.ID),
+		Choices:    []string{contract.ActionApprove, contract.ActionDeny},
+		Deadline:   a.Deadline,
+		Approval:   &a,
+	}
 }
 
 // validateApproval accepts a decision only for the call waiting right now, with the digest of its
