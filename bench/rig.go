@@ -70,7 +70,7 @@ func NewRig(c client.Client, address string, opts RigOptions) (*Rig, error) {
 	}
 	var s store.Store = store.WithCache(st, TranscriptCache)
 	if opts.Store != nil {
-		s = opts.Store(st)
+		s = opts.Store(s)
 	}
 	workdir := filepath.Join(opts.Dir, "work")
 	if err := seedWorkdir(workdir); err != nil {

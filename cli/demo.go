@@ -22,11 +22,7 @@ import (
 
 // InjectModes are the faults `demo --inject` accepts: gateway faults, model behaviours and tool
 // hooks of the fake gateway and the tools.
-var InjectModes = []string{
-	"rate_limit", "throttle_forever", "network", "server_error", "overloaded", "truncated_start",
-	"truncated", "schema", "refusal", "budget", "unknown",
-	"bad_args", "loop", "long_command", "hang", "slow_stream", "tool_error", "breaker",
-}
+var InjectModes = fakegw.Modes
 
 const demoTask = "The tests of the Go package in the work directory fail. Find the bug, fix it, and make `go test ./...` pass."
 
