@@ -64,15 +64,22 @@ func (g *GitHubNotifier) Notify(ctx context.Context, e contract.Escalation) erro
 // GitHubComment renders the comment: a mention, the escalation as text, and the marker.
 func GitHubComment(e contract.Escalation, author string) string {
 	var b strings.Builder
-	if author != "" && NoticeOnly(e) {
+	switch {
+	case author == "":
+	case IsApproval(e):
+		fmt.Fprintf(&b, "@%s the agent session working on this pull request waits for approval of a `%s` call.\n\n", author, e.Approval.Tool)
+	case NoticeOnly(e):
 		fmt.Fprintf(&b, "@%s the agent session working on this pull request failed.\n\n", author)
-	} else if author != "" {
+	default:
 		fmt.Fprintf(&b, "@%s the agent session working on this pull request needs a person.\n\n", author)
 	}
 	b.WriteString("```\n")
 	b.WriteString(strings.ReplaceAll(Text(e), "```", "'''"))
 	b.WriteString("```\n\n")
-	if !NoticeOnly(e) {
+	switch {
+	case IsApproval(e):
+		fmt.Fprintf(&b, "Approve with `%s`, or add `--deny` to deny it. Without an answer the call is denied at the deadline.\n\n", approveLine(e))
+	case !NoticeOnly(e):
 		fmt.Fprintf(&b, "Answer with `%s`.\n\n", AnswerCommand(e))
 	}
 	b.WriteString(GitHubMarker(e.ID))

@@ -19,6 +19,8 @@ type Notifier interface {
 // bot only knows this interface, so it never holds workflow code or a second answer path.
 type Answerer interface {
 	Answer(ctx context.Context, workflowID string, a contract.Answer) (contract.AnswerResult, error)
+	// Approve approves or denies the tool call a session waits on (the approve_call update).
+	Approve(ctx context.Context, workflowID string, d contract.ApprovalDecision) (contract.AnswerResult, error)
 	Cancel(ctx context.Context, workflowID string, req contract.CancelRequest) error
 	Status(ctx context.Context, workflowID string) (contract.SessionStatus, error)
 }

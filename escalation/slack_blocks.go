@@ -26,15 +26,21 @@ const (
 	slackTextMax = 2900
 )
 
-// buttonValue is the JSON carried by each answer button.
+// buttonValue is the JSON carried by each answer button. The Approve and Deny buttons of an
+// approval notice also carry the call and the digest of its arguments.
 type buttonValue struct {
 	WorkflowID   string `json:"workflow_id"`
 	EscalationID string `json:"escalation_id"`
+	CallID       string `json:"call_id,omitempty"`
+	Digest       string `json:"digest,omitempty"`
 }
 
 // slackBlocks renders the escalation notice: why, what was tried, the last error, the link and
 // one button per allowed choice.
 func slackBlocks(e contract.Escalation) []slack.Block {
+	if IsApproval(e) {
+		return slackApprovalBlocks(e)
+	}
 	header := "A Keel session needs a person"
 	if NoticeOnly(e) {
 		header = "A Keel session failed"
@@ -151,9 +157,16 @@ func answeredBlocks(original []slack.Block, rec answerRecord) []slack.Block {
 	return append(out, mrkdwnSection(answeredLine(rec)))
 }
 
-// answeredLine says who answered, what and when.
+// answeredLine says who answered, what and when; an approval says who approved or denied.
 func answeredLine(rec answerRecord) string {
-	s := fmt.Sprintf("Answered by <@%s>: *%s* at %s", rec.User, rec.Action, rec.At.UTC().Format(time.RFC3339))
+	at := rec.At.UTC().Format(time.RFC3339)
+	switch rec.Action {
+	case contract.ActionApprove:
+		return fmt.Sprintf("*Approved* by <@%s> at %s", rec.User, at)
+	case contract.ActionDeny:
+		return fmt.Sprintf("*Denied* by <@%s> at %s", rec.User, at)
+	}
+	s := fmt.Sprintf("Answered by <@%s>: *%s* at %s", rec.User, rec.Action, at)
 	if rec.Text != "" {
 		s += "\n>" + strings.ReplaceAll(rec.Text, "\n", "\n>")
 	}

@@ -97,14 +97,31 @@ func (h *botHarness) do(rq request) (int, string) { return h.send(h.build(rq)) }
 
 // click is a block_actions payload as Slack sends it for a click on one of the notice's buttons.
 func (h *botHarness) click(user, team, choice string) request {
-	v, _ := json.Marshal(buttonValue{WorkflowID: h.e.WorkflowID, EscalationID: h.e.ID})
+	v := renderedButtonValue(h.e, choice)
 	blocks, _ := json.Marshal(slack.Blocks{BlockSet: slackBlocks(h.e)})
 	payload := `{"type":"block_actions","team":{"id":"` + team + `","domain":"acme"},` +
 		`"user":{"id":"` + user + `","team_id":"` + team + `"},"api_app_id":"A1","trigger_id":"trig-` + user + `",` +
 		`"channel":{"id":"C1","name":"keel"},"container":{"type":"message","message_ts":"1700000000.000100","channel_id":"C1"},` +
 		`"message":{"type":"message","ts":"1700000000.000100","blocks":` + string(blocks) + `},` +
-		`"actions":[{"type":"button","block_id":"keel_answer","action_id":"keel_` + choice + `","value":` + strconv.Quote(string(v)) + `,"action_ts":"1700000001.1"}]}`
+		`"actions":[{"type":"button","block_id":"keel_answer","action_id":"keel_` + choice + `","value":` + strconv.Quote(v) + `,"action_ts":"1700000001.1"}]}`
 	return request{path: SlackInteractionsPath, body: url.Values{"payload": {payload}}.Encode()}
+}
+
+// renderedButtonValue is the value of the notice's button for choice, as the notice renders it,
+// so a click carries exactly what Slack would send back; a choice the notice has no button for
+// gets the bare session and escalation IDs.
+func renderedButtonValue(e contract.Escalation, choice string) string {
+	for _, b := range slackBlocks(e) {
+		if ab, ok := b.(*slack.ActionBlock); ok {
+			for _, el := range ab.Elements.ElementSet {
+				if btn, ok := el.(*slack.ButtonBlockElement); ok && btn.ActionID == slackActionPrefix+choice {
+					return btn.Value
+				}
+			}
+		}
+	}
+	v, _ := json.Marshal(buttonValue{WorkflowID: e.WorkflowID, EscalationID: e.ID})
+	return string(v)
 }
 
 // submit is a view_submission payload for the edit modal.
@@ -280,6 +297,12 @@ func TestSlackBotDoubleClickWhileInFlight(t *testing.T) {
 type blockingAnswerer struct {
 	*recordingAnswerer
 	gate chan struct{}
+}
+
+func (b *blockingAnswerer) Approve(ctx context.Context, wf string, d contract.ApprovalDecision) (contract.AnswerResult, error) {
+	res, err := b.recordingAnswerer.Approve(ctx, wf, d)
+	<-b.gate
+	return res, err
 }
 
 func (b *blockingAnswerer) Answer(ctx context.Context, wf string, a contract.Answer) (contract.AnswerResult, error) {

@@ -160,18 +160,24 @@ func receive[T any](t *testing.T, ch <-chan T, what string) T {
 
 // recordingAnswerer is the test's stand-in for the Temporal client: it records every call.
 type recordingAnswerer struct {
-	mu      sync.Mutex
-	answers []answerCall
-	cancels []cancelCall
-	status  []string
-	result  contract.AnswerResult
-	err     error
-	called  chan struct{}
+	mu        sync.Mutex
+	answers   []answerCall
+	approvals []approveCall
+	cancels   []cancelCall
+	status    []string
+	result    contract.AnswerResult
+	err       error
+	called    chan struct{}
 }
 
 type answerCall struct {
 	WorkflowID string
 	Answer     contract.Answer
+}
+
+type approveCall struct {
+	WorkflowID string
+	Decision   contract.ApprovalDecision
 }
 
 type cancelCall struct {
@@ -187,6 +193,14 @@ func (a *recordingAnswerer) Answer(_ context.Context, wf string, ans contract.An
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.answers = append(a.answers, answerCall{wf, ans})
+	a.called <- struct{}{}
+	return a.result, a.err
+}
+
+func (a *recordingAnswerer) Approve(_ context.Context, wf string, d contract.ApprovalDecision) (contract.AnswerResult, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.approvals = append(a.approvals, approveCall{wf, d})
 	a.called <- struct{}{}
 	return a.result, a.err
 }
@@ -212,9 +226,16 @@ func (a *recordingAnswerer) Status(_ context.Context, wf string) (contract.Sessi
 	}, nil
 }
 
-// calls returns how many calls of each kind arrived.
+// calls returns how many calls of each kind arrived; approvals count as answers.
 func (a *recordingAnswerer) calls() (answers, cancels, statuses int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.answers), len(a.cancels), len(a.status)
+	return len(a.answers) + len(a.approvals), len(a.cancels), len(a.status)
+}
+
+// decisions returns the approval decisions that arrived, in order.
+func (a *recordingAnswerer) decisions() []approveCall {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]approveCall(nil), a.approvals...)
 }

@@ -14,9 +14,12 @@ import (
 )
 
 // delivery is one answer on its way from Slack to a session, and the notice to update after.
+// CallID and Digest are set for an approval: the answer is then an approve_call update.
 type delivery struct {
 	WorkflowID   string
 	EscalationID string
+	CallID       string
+	Digest       string
 	Channel      string
 	TS           string
 	Record       answerRecord
@@ -53,8 +56,9 @@ func (b *SlackBot) handleInteraction(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// onBlockAction handles a click on Retry, Edit or Abort. Retry and abort claim the escalation and
-// become the answer; edit opens the modal and claims nothing until the text is submitted.
+// onBlockAction handles a click on Retry, Edit or Abort, or on Approve or Deny. Retry, abort,
+// approve and deny claim the notice and become the answer; edit opens the modal and claims nothing
+// until the text is submitted.
 func (b *SlackBot) onBlockAction(w http.ResponseWriter, cb slack.InteractionCallback, redelivered bool) {
 	act := keelAction(cb)
 	if act == nil {
@@ -63,11 +67,14 @@ func (b *SlackBot) onBlockAction(w http.ResponseWriter, cb slack.InteractionCall
 	}
 	var v buttonValue
 	choice := strings.TrimPrefix(act.ActionID, slackActionPrefix)
-	if err := json.Unmarshal([]byte(act.Value), &v); err != nil || v.WorkflowID == "" || v.EscalationID == "" || !knownAction(choice) {
+	if err := json.Unmarshal([]byte(act.Value), &v); err != nil || !validButton(choice, v) {
 		http.Error(w, "bad button", http.StatusBadRequest)
 		return
 	}
 	d := delivery{WorkflowID: v.WorkflowID, EscalationID: v.EscalationID, Channel: cb.Channel.ID, TS: cb.Container.MessageTs}
+	if isApprovalAction(choice) {
+		d.CallID, d.Digest = v.CallID, v.Digest
+	}
 	if d.Channel == "" {
 		d.Channel = cb.Container.ChannelID
 	}
@@ -129,9 +136,7 @@ func (b *SlackBot) onViewSubmission(w http.ResponseWriter, cb slack.InteractionC
 // did not get through or was not accepted frees the escalation so someone can try again.
 func (b *SlackBot) deliver(ctx context.Context, d delivery) {
 	rec := d.Record
-	res, err := b.cfg.Answerer.Answer(ctx, d.WorkflowID, contract.Answer{
-		EscalationID: d.EscalationID, Action: rec.Action, Text: rec.Text, By: "slack:" + rec.User, Via: "slack",
-	})
+	res, err := b.send(ctx, d)
 	if err != nil {
 		b.state.release(d.key())
 		b.cfg.Logger.Error("delivering slack answer", "workflow_id", d.WorkflowID, "escalation_id", d.EscalationID, "error", err)
@@ -147,6 +152,20 @@ func (b *SlackBot) deliver(ctx context.Context, d delivery) {
 	b.updateNotice(ctx, d, rec)
 }
 
+// send hands the answer to the session: an approve_call update for an approval, the answer
+// update otherwise.
+func (b *SlackBot) send(ctx context.Context, d delivery) (contract.AnswerResult, error) {
+	rec := d.Record
+	if d.CallID != "" {
+		return b.cfg.Answerer.Approve(ctx, d.WorkflowID, contract.ApprovalDecision{
+			CallID: d.CallID, Digest: d.Digest, Approve: rec.Action == contract.ActionApprove, By: "slack:" + rec.User,
+		})
+	}
+	return b.cfg.Answerer.Answer(ctx, d.WorkflowID, contract.Answer{
+		EscalationID: d.EscalationID, Action: rec.Action, Text: rec.Text, By: "slack:" + rec.User, Via: "slack",
+	})
+}
+
 // updateNotice rewrites the notice to show the answer, without buttons.
 func (b *SlackBot) updateNotice(ctx context.Context, d delivery, rec answerRecord) {
 	if d.Channel == "" || d.TS == "" {
@@ -154,6 +173,9 @@ func (b *SlackBot) updateNotice(ctx context.Context, d delivery, rec answerRecor
 	}
 	blocks := answeredBlocks(b.state.notice(d.key()), rec)
 	fallback := fmt.Sprintf("Escalation %s of %s answered by %s: %s", d.EscalationID, d.WorkflowID, rec.User, rec.Action)
+	if d.CallID != "" {
+		fallback = fmt.Sprintf("Call %s of %s %s by %s", d.CallID, d.WorkflowID, verdict(rec.Action), rec.User)
+	}
 	if _, _, _, err := b.cfg.API.UpdateMessageContext(ctx, d.Channel, d.TS, slack.MsgOptionText(fallback, false), slack.MsgOptionBlocks(blocks...)); err != nil {
 		b.cfg.Logger.Warn("updating slack notice", "channel", d.Channel, "ts", d.TS, "error", err)
 	}
@@ -203,6 +225,26 @@ func keelAction(cb slack.InteractionCallback) *slack.BlockAction {
 // knownAction reports whether s is one of the answer actions.
 func knownAction(s string) bool {
 	return s == contract.ActionRetry || s == contract.ActionEdit || s == contract.ActionAbort
+}
+
+// verdict is an approval action as a past participle: approved or denied.
+func verdict(action string) string {
+	if action == contract.ActionApprove {
+		return "approved"
+	}
+	return "denied"
+}
+
+// validButton checks a button's value against its action: every button names the session and
+// the notice; Approve and Deny also name the call and its digest, or the update could not be sent.
+func validButton(choice string, v buttonValue) bool {
+	if v.WorkflowID == "" || v.EscalationID == "" {
+		return false
+	}
+	if isApprovalAction(choice) {
+		return v.CallID != "" && v.Digest != ""
+	}
+	return knownAction(choice)
 }
 
 // writeJSON answers 200 with a JSON body.

@@ -43,7 +43,7 @@ func (s *SlackNotifier) Notify(ctx context.Context, e contract.Escalation) error
 		return err
 	}
 	if !found {
-		fallback := fmt.Sprintf("Keel session %s needs a person: %s", e.WorkflowID, Reason(e.Reason))
+		fallback := slackFallback(e)
 		_, _, err = s.API.PostMessageContext(ctx, s.Channel,
 			slack.MsgOptionText(fallback, false),
 			slack.MsgOptionBlocks(slackBlocks(e)...),
@@ -82,4 +82,12 @@ func (s *SlackNotifier) alreadyPosted(ctx context.Context, e contract.Escalation
 		}
 	}
 	return false, nil
+}
+
+// slackFallback is the notice's plain text, shown in notifications and where blocks are not.
+func slackFallback(e contract.Escalation) string {
+	if IsApproval(e) {
+		return fmt.Sprintf("Keel session %s waits for approval of %s", e.WorkflowID, e.Approval.Tool)
+	}
+	return fmt.Sprintf("Keel session %s needs a person: %s", e.WorkflowID, Reason(e.Reason))
 }

@@ -34,15 +34,40 @@ func (t TemporalAnswerer) Answer(ctx context.Context, workflowID string, a contr
 	if err != nil {
 		return contract.AnswerResult{}, fmt.Errorf("sending the answer update to %s: %w", workflowID, err)
 	}
+	return updateResult(ctx, h, workflowID, "answer")
+}
+
+// updateResult waits for an update's outcome; a rejection by the workflow is a result, not an
+// error.
+func updateResult(ctx context.Context, h client.WorkflowUpdateHandle, workflowID, what string) (contract.AnswerResult, error) {
 	var res contract.AnswerResult
 	if err := h.Get(ctx, &res); err != nil {
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) {
 			return contract.AnswerResult{Accepted: false, Message: appErr.Message()}, nil
 		}
-		return contract.AnswerResult{}, fmt.Errorf("waiting for the answer update of %s: %w", workflowID, err)
+		return contract.AnswerResult{}, fmt.Errorf("waiting for the %s update of %s: %w", what, workflowID, err)
 	}
 	return res, nil
+}
+
+// Approve sends the approve_call Update and waits for its outcome. The session's validator
+// accepts only a decision on the call waiting right now, with the digest of its exact arguments,
+// and only once; a refusal comes back as AnswerResult{Accepted: false} with the reason, and only a
+// failure to reach the workflow is an error. The update ID is derived from the decision, so the
+// same decision delivered twice is one update.
+func (t TemporalAnswerer) Approve(ctx context.Context, workflowID string, d contract.ApprovalDecision) (contract.AnswerResult, error) {
+	h, err := t.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		UpdateID:     approveUpdateID(d),
+		WorkflowID:   workflowID,
+		UpdateName:   contract.UpdateApproveCall,
+		Args:         []any{d},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return contract.AnswerResult{}, fmt.Errorf("sending the approval update to %s: %w", workflowID, err)
+	}
+	return updateResult(ctx, h, workflowID, "approval")
 }
 
 // Cancel sends the cancel signal: the session stops its work and ends as cancelled.
@@ -69,4 +94,9 @@ func (t TemporalAnswerer) Status(ctx context.Context, workflowID string) (contra
 // answerUpdateID names an answer so that the same answer sent twice is one update.
 func answerUpdateID(a contract.Answer) string {
 	return "answer/" + a.EscalationID + "/" + contract.Digest(a.Action + "\x00" + a.Text + "\x00" + a.By)[:16]
+}
+
+// approveUpdateID names a decision so that the same decision sent twice is one update.
+func approveUpdateID(d contract.ApprovalDecision) string {
+	return "approve/" + d.CallID + "/" + contract.Digest(fmt.Sprintf("%s\x00%t\x00%s", d.Digest, d.Approve, d.By))[:16]
 }

@@ -66,7 +66,10 @@ func temporalCLI(t *testing.T) string {
 	return p
 }
 
-func TestTemporalAnswerer(t *testing.T) {
+// startDevServer starts a Temporal dev server on a free loopback port for one test and returns
+// its client; the server stops when the test ends.
+func startDevServer(t *testing.T, ctx context.Context) client.Client {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a Temporal dev server")
 	}
@@ -75,16 +78,20 @@ func TestTemporalAnswerer(t *testing.T) {
 	require.NoError(t, err)
 	hostPort := ln.Addr().String()
 	require.NoError(t, ln.Close())
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
 	srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
 		ExistingPath:  cli,
 		ClientOptions: &client.Options{HostPort: hostPort},
 		LogLevel:      "error",
 	})
 	require.NoError(t, err)
-	defer func() { _ = srv.Stop() }()
-	c := srv.Client()
+	t.Cleanup(func() { _ = srv.Stop() })
+	return srv.Client()
+}
+
+func TestTemporalAnswerer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c := startDevServer(t, ctx)
 
 	w := worker.New(c, "escalation-test", worker.Options{})
 	w.RegisterWorkflowWithOptions(answerTarget, workflow.RegisterOptions{Name: "answerTarget"})

@@ -31,11 +31,14 @@ func Reason(code string) string {
 	return code
 }
 
-// Choices returns the actions a person may take; an escalation that lists none allows all three,
-// so an old record never leaves a person without a way out.
+// Choices returns the actions a person may take; an escalation that lists none allows all three
+// (an approval: approve and deny), so an old record never leaves a person without a way out.
 func Choices(e contract.Escalation) []string {
 	if len(e.Choices) > 0 {
 		return e.Choices
+	}
+	if IsApproval(e) {
+		return []string{contract.ActionApprove, contract.ActionDeny}
 	}
 	return []string{contract.ActionRetry, contract.ActionEdit, contract.ActionAbort}
 }
@@ -48,14 +51,20 @@ func NoticeOnly(e contract.Escalation) bool {
 }
 
 // AnswerCommand is the exact CLI line that answers the escalation, shared by every channel so
-// people learn one command.
+// people learn one command; an approval is answered with ApproveCommand.
 func AnswerCommand(e contract.Escalation) string {
+	if IsApproval(e) {
+		return ApproveCommand(e)
+	}
 	return fmt.Sprintf("starter answer %s %s %s", e.WorkflowID, e.ID, strings.Join(Choices(e), "|"))
 }
 
 // Text is the plain-text rendering of an escalation used by the terminal and the CLI: everything a
 // person needs to decide without opening anything else.
 func Text(e contract.Escalation) string {
+	if IsApproval(e) {
+		return approvalText(e)
+	}
 	var b strings.Builder
 	if NoticeOnly(e) {
 		fmt.Fprintf(&b, "Session %s failed: %s\n", e.WorkflowID, Reason(e.Reason))

@@ -49,7 +49,7 @@ func (w *WebhookNotifier) Notify(ctx context.Context, e contract.Escalation) err
 	if w.sent.has(noticeKey(e)) {
 		return nil
 	}
-	body, err := json.Marshal(e)
+	body, err := json.Marshal(newWebhookBody(e))
 	if err != nil {
 		return fmt.Errorf("encoding escalation %s for the webhook: %w", e.ID, err)
 	}
@@ -72,6 +72,28 @@ func (w *WebhookNotifier) Notify(ctx context.Context, e contract.Escalation) err
 	}
 	w.sent.add(noticeKey(e))
 	return nil
+}
+
+// WebhookBody is what the webhook receives: the escalation record (its fields at the top level,
+// so decoding into contract.Escalation still works) plus the notice as people read it and the
+// command that answers it. An approval notice carries the approval field (call ID, tool, digest,
+// the exact arguments, deadline), choices approve and deny, and the starter approve command; the
+// text shows the arguments clipped.
+type WebhookBody struct {
+	contract.Escalation
+	// Text is the plain-text notice, the same as the terminal and GitHub show.
+	Text string `json:"text"`
+	// AnswerCommand is the CLI line that answers; empty for a notice that needs no answer.
+	AnswerCommand string `json:"answer_command,omitempty"`
+}
+
+// newWebhookBody renders e for the webhook.
+func newWebhookBody(e contract.Escalation) WebhookBody {
+	b := WebhookBody{Escalation: e, Text: Text(e)}
+	if !NoticeOnly(e) {
+		b.AnswerCommand = AnswerCommand(e)
+	}
+	return b
 }
 
 func (w *WebhookNotifier) now() time.Time {

@@ -1,0 +1,244 @@
+package escalation
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keelrun/keel/contract"
+)
+
+// renderings are every channel's rendering of a notice, as text a person reads.
+func renderings(t *testing.T, e contract.Escalation) map[string]string {
+	t.Helper()
+	blocks, err := json.Marshal(slackBlocks(e))
+	require.NoError(t, err)
+	texts, _ := blockTexts(t, string(blocks))
+	return map[string]string{
+		"text":    Text(e),
+		"github":  GitHubComment(e, "octo"),
+		"slack":   strings.Join(texts, "\n"),
+		"webhook": newWebhookBody(e).Text + "\n" + newWebhookBody(e).AnswerCommand,
+	}
+}
+
+func TestApprovalRendering(t *testing.T) {
+	short := sampleApproval("apr-1")
+	long := sampleApproval("apr-2")
+	long.Approval.Arguments = `{"path":"big.txt","content":"` + strings.Repeat("é", 3000) + `THE-END"}`
+	long.Approval.Digest = contract.Digest(long.Approval.Arguments)
+	command := func(e contract.Escalation) string {
+		return "starter approve keel-0123456789abcdef0123 call_w1 --digest " + e.Approval.Digest
+	}
+	tests := []struct {
+		name    string
+		e       contract.Escalation
+		want    []string
+		notWant []string
+	}{
+		{
+			name: "short arguments",
+			e:    short,
+			want: []string{"write_file", `{"path":"calc.go","content":"package calc\n"}`, short.Approval.Digest,
+				"2026-12-01T10:10:00Z", "denies the call", command(short), "call_w1", "keel-0123456789abcdef0123"},
+			notWant: []string{"starter answer", "retry", "Retry", "abort", "Abort", "bytes in all"},
+		},
+		{
+			name:    "long arguments are clipped",
+			e:       long,
+			want:    []string{`{"path":"big.txt","content":"éé`, "bytes in all)", long.Approval.Digest, command(long)},
+			notWant: []string{"THE-END", "\uFFFD"},
+		},
+	}
+	for _, tt := range tests {
+		for channel, got := range renderings(t, tt.e) {
+			t.Run(tt.name+"/"+channel, func(t *testing.T) {
+				assert.True(t, utf8.ValidString(got), "valid UTF-8")
+				for _, w := range tt.want {
+					assert.Contains(t, got, w)
+				}
+				for _, nw := range tt.notWant {
+					assert.NotContains(t, got, nw)
+				}
+			})
+		}
+	}
+}
+
+// TestApprovalRenderingPerChannel checks what each channel says in its own words.
+func TestApprovalRenderingPerChannel(t *testing.T) {
+	e := sampleApproval("apr-3")
+	got := renderings(t, e)
+	tests := []struct {
+		channel string
+		want    []string
+	}{
+		{"text", []string{"Session keel-0123456789abcdef0123 waits for approval of a write_file call (approval)\n",
+			"Approval: apr-3", "Tool: write_file", "Choices: approve, deny", "Deadline: 2026-12-01T10:10:00Z (no answer by then denies the call)",
+			"Answer with: " + ApproveCommand(e), "Web UI: " + e.Link}},
+		{"github", []string{"@octo the agent session working on this pull request waits for approval of a `write_file` call.",
+			"Approve with `starter approve keel-0123456789abcdef0123 call_w1 --digest " + e.Approval.Digest + "`, or add `--deny`",
+			GitHubMarker("apr-3")}},
+		{"slack", []string{"A Keel session waits for approval", "*Tool:* `write_file`", "*Digest:* `" + e.Approval.Digest + "`",
+			"no answer by <!date^" + "1796119800" + "^{date_short_pretty} {time}|2026-12-01T10:10:00Z> denies the call",
+			"<" + e.Link + "|Open in the Web UI>", "Approve", "Deny"}},
+		{"webhook", []string{"Choices: approve, deny", ApproveCommand(e)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.channel, func(t *testing.T) {
+			for _, w := range tt.want {
+				assert.Contains(t, got[tt.channel], w)
+			}
+		})
+	}
+	assert.Equal(t, "starter approve keel-0123456789abcdef0123 call_w1 --digest "+e.Approval.Digest+" [--deny]", ApproveCommand(e))
+	assert.Equal(t, ApproveCommand(e), AnswerCommand(e))
+	assert.False(t, NoticeOnly(e))
+}
+
+// TestApprovalSlackButtons: exactly Approve (primary) and Deny (danger), each carrying the
+// session, the notice, the call and the digest.
+func TestApprovalSlackButtons(t *testing.T) {
+	e := sampleApproval("apr-4")
+	blocks, err := json.Marshal(slackBlocks(e))
+	require.NoError(t, err)
+	_, buttons := blockTexts(t, string(blocks))
+	require.Len(t, buttons, 2)
+	tests := []struct {
+		actionID, label, style string
+	}{
+		{"keel_approve", "Approve", "primary"},
+		{"keel_deny", "Deny", "danger"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.label, func(t *testing.T) {
+			btn := buttons[tt.actionID]
+			require.NotNil(t, btn, "button %s in %v", tt.actionID, buttons)
+			assert.Equal(t, tt.style, btn["style"])
+			assert.Equal(t, tt.label, btn["text"].(map[string]any)["text"])
+			assert.Nil(t, btn["confirm"])
+			var v buttonValue
+			require.NoError(t, json.Unmarshal([]byte(btn["value"].(string)), &v))
+			assert.Equal(t, buttonValue{WorkflowID: e.WorkflowID, EscalationID: "apr-4", CallID: "call_w1", Digest: e.Approval.Digest}, v)
+		})
+	}
+}
+
+// TestApprovalSlackBlocksFitBlockKit: a huge argument text still gives sections under Block
+// Kit's 3000-character limit.
+func TestApprovalSlackBlocksFitBlockKit(t *testing.T) {
+	e := sampleApproval("apr-5")
+	e.Approval.Arguments = strings.Repeat("`", 10000)
+	blocks, err := json.Marshal(slackBlocks(e))
+	require.NoError(t, err)
+	texts, _ := blockTexts(t, string(blocks))
+	for _, s := range texts {
+		assert.LessOrEqual(t, utf8.RuneCountInString(s), 3000)
+	}
+}
+
+func TestClip(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		max  int
+		want string
+	}{
+		{"short", "abc", 5, "abc"},
+		{"exact", "abcde", 5, "abcde"},
+		{"cut", "abcdef", 3, "abc… (6 bytes in all)"},
+		{"inside a rune", "aéb", 2, "a… (4 bytes in all)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, tt.want, clip(tt.in, tt.max)) })
+	}
+}
+
+// TestWebhookApprovalBody: the receiver gets the approval with its exact arguments and digest,
+// the text a person reads and the command that answers.
+func TestWebhookApprovalBody(t *testing.T) {
+	e := sampleApproval("apr-6")
+	got := make(chan WebhookBody, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := VerifyWebhook("whsec", r, body, time.Now()); err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		var b WebhookBody
+		if err := json.Unmarshal(body, &b); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		got <- b
+	}))
+	defer srv.Close()
+	n := &WebhookNotifier{URL: srv.URL, Secret: "whsec", HTTPClient: srv.Client()}
+	require.NoError(t, n.Notify(context.Background(), e))
+	b := receive(t, got, "webhook delivery")
+	require.NotNil(t, b.Approval)
+	assert.Equal(t, contract.ReasonApproval, b.Reason)
+	assert.Equal(t, []string{contract.ActionApprove, contract.ActionDeny}, b.Choices)
+	assert.Equal(t, e.Approval.Arguments, b.Approval.Arguments)
+	assert.Equal(t, contract.Digest(b.Approval.Arguments), b.Approval.Digest)
+	assert.True(t, e.Approval.Deadline.Equal(b.Approval.Deadline))
+	assert.Equal(t, ApproveCommand(e), b.AnswerCommand)
+	assert.Equal(t, Text(e), b.Text)
+}
+
+// blockTexts decodes Block Kit JSON and returns every text in it and the buttons by action ID.
+func blockTexts(t *testing.T, blocks string) ([]string, map[string]map[string]any) {
+	t.Helper()
+	var v any
+	require.NoError(t, json.Unmarshal([]byte(blocks), &v))
+	var texts []string
+	buttons := map[string]map[string]any{}
+	var walk func(any)
+	walk = func(n any) {
+		switch n := n.(type) {
+		case map[string]any:
+			if id, ok := n["action_id"].(string); ok && n["type"] == "button" {
+				buttons[id] = n
+			}
+			if s, ok := n["text"].(string); ok {
+				texts = append(texts, s)
+			}
+			for _, c := range n {
+				walk(c)
+			}
+		case []any:
+			for _, c := range n {
+				walk(c)
+			}
+		}
+	}
+	walk(v)
+	return texts, buttons
+}
+
+// TestSlackNotifierPostsApproval: the approval notice is posted once per call, with its own
+// fallback text, the notice's metadata and the two buttons.
+func TestSlackNotifierPostsApproval(t *testing.T) {
+	fs := newFakeSlack(t)
+	n := &SlackNotifier{API: fs.api(), Channel: "C1"}
+	e := sampleApproval("apr-s1")
+	require.NoError(t, n.Notify(context.Background(), e))
+	require.NoError(t, n.Notify(context.Background(), e), "a retried activity")
+	require.Equal(t, 1, fs.postCount())
+	form := fs.post(0)
+	assert.Equal(t, "Keel session keel-0123456789abcdef0123 waits for approval of write_file", form.Get("text"))
+	assert.Contains(t, form.Get("metadata"), `"escalation_id":"apr-s1"`)
+	_, buttons := blockTexts(t, form.Get("blocks"))
+	assert.Len(t, buttons, 2)
+	assert.Contains(t, buttons, "keel_approve")
+	assert.Contains(t, buttons, "keel_deny")
+}

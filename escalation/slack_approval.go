@@ -1,0 +1,57 @@
+package escalation
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/keelrun/keel/contract"
+)
+
+// slackApprovalBlocks renders an approval notice: the tool, its arguments (clipped), the digest,
+// when no answer denies the call, the CLI command, and the Approve and Deny buttons.
+func slackApprovalBlocks(e contract.Escalation) []slack.Block {
+	a := e.Approval
+	blocks := []slack.Block{
+		slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, "A Keel session waits for approval", false, false)),
+		mrkdwnSection(fmt.Sprintf("*Tool:* `%s`\n*Session:* `%s`\n*Call:* `%s`", a.Tool, e.WorkflowID, a.CallID)),
+		mrkdwnSection("*Arguments:*\n```" + strings.ReplaceAll(clip(a.Arguments, approvalArgsMax), "```", "'''") + "```"),
+		mrkdwnSection(fmt.Sprintf("*Digest:* `%s`", a.Digest)),
+	}
+	if ctx := approvalContextLine(e); ctx != "" {
+		blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, ctx, false, false)))
+	}
+	blocks = append(blocks, mrkdwnSection(fmt.Sprintf("Or from a shell: `%s`", ApproveCommand(e))))
+	return append(blocks, approvalButtons(e))
+}
+
+// approvalContextLine is the small print of an approval: the deadline and the Web UI link.
+func approvalContextLine(e contract.Escalation) string {
+	var parts []string
+	if d := approvalDeadline(e); !d.IsZero() {
+		parts = append(parts, fmt.Sprintf("no answer by <!date^%d^{date_short_pretty} {time}|%s> denies the call", d.Unix(), d.UTC().Format(time.RFC3339)))
+	}
+	if e.Link != "" {
+		parts = append(parts, fmt.Sprintf("<%s|Open in the Web UI>", e.Link))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// approvalButtons builds Approve (primary) and Deny (danger). Their value names the session, the
+// notice, the call and the digest of its arguments, which is all the approve_call update needs.
+func approvalButtons(e contract.Escalation) *slack.ActionBlock {
+	v, _ := json.Marshal(buttonValue{WorkflowID: e.WorkflowID, EscalationID: e.ID, CallID: e.Approval.CallID, Digest: e.Approval.Digest})
+	approve := slack.NewButtonBlockElement(slackActionPrefix+contract.ActionApprove, string(v),
+		slack.NewTextBlockObject(slack.PlainTextType, "Approve", false, false)).WithStyle(slack.StylePrimary)
+	deny := slack.NewButtonBlockElement(slackActionPrefix+contract.ActionDeny, string(v),
+		slack.NewTextBlockObject(slack.PlainTextType, "Deny", false, false)).WithStyle(slack.StyleDanger)
+	return slack.NewActionBlock(slackAnswerBlockID, approve, deny)
+}
+
+// isApprovalAction reports whether a button's action is an answer to an approval notice.
+func isApprovalAction(action string) bool {
+	return action == contract.ActionApprove || action == contract.ActionDeny
+}
