@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/keelrun/keel/contract"
 	"github.com/keelrun/keel/escalation"
@@ -48,12 +50,26 @@ func approveCmd(g *globals) *cobra.Command {
 }
 
 // approveCall sends the approve_call update; a refusal by the validator is a result, not an error.
+// Unlike the Slack bot (escalation.TemporalAnswerer.Approve), it sends no update ID: a person who
+// runs the command again after the call was decided is told the approval is stale, rather than
+// being handed the first result as if it were new.
 func approveCall(ctx context.Context, c client.Client, workflowID string, d contract.ApprovalDecision) (contract.AnswerResult, error) {
-	res, err := escalation.TemporalAnswerer{Client: c}.Approve(ctx, workflowID, d)
-	if err == nil && !res.Accepted {
-		res.Message = "refused: " + res.Message
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: workflowID, UpdateName: contract.UpdateApproveCall, Args: []any{d},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return contract.AnswerResult{}, fmt.Errorf("sending the approval to %s: %w", workflowID, err)
 	}
-	return res, err
+	var res contract.AnswerResult
+	if err := h.Get(ctx, &res); err != nil {
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) {
+			return contract.AnswerResult{Message: "refused: " + app.Message()}, nil
+		}
+		return res, fmt.Errorf("waiting for the approval of %s: %w", workflowID, err)
+	}
+	return res, nil
 }
 
 // offerApproval shows a newly waiting call once: a y/n prompt at a terminal, the command otherwise.
