@@ -165,7 +165,10 @@ func TestTruncatedRecordsThePartialText(t *testing.T) {
 		t.Run(w.name, func(t *testing.T) {
 			gw := New(Options{})
 			o := w.call(t, gw.testServer(t), ModeTruncated, w.body("", []message{{Role: "user", Text: "Fix it."}}))
-			st := gw.Stats()
+			// The client sees the cut before the handler has finished recording it.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			st, _ := gw.WaitStats(ctx, func(s Stats) bool { return s.LastPartial != "" })
 			if o.Stream.Text == "" || st.LastPartial != o.Stream.Text || st.Records[0].Partial != o.Stream.Text {
 				t.Fatalf("client saw %q, stats kept %q / %q", o.Stream.Text, st.LastPartial, st.Records[0].Partial)
 			}
