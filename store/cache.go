@@ -35,6 +35,9 @@ func (c *Cached) Append(ctx context.Context, parent string, msgs []contract.Mess
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if prev, ok := c.heads[parent]; ok || parent == "" {
+		// The session moved on: its entry moves to the new head, so the cache holds one
+		// transcript per session, not one per turn.
+		c.drop(parent)
 		c.put(head, append(slices.Clip(prev), msgs...))
 	}
 	return head, nil
@@ -56,6 +59,15 @@ func (c *Cached) Load(ctx context.Context, head string) ([]contract.Message, err
 	c.put(head, msgs)
 	c.mu.Unlock()
 	return slices.Clone(msgs), nil
+}
+
+// drop removes an entry. The caller holds mu.
+func (c *Cached) drop(head string) {
+	if _, ok := c.heads[head]; !ok {
+		return
+	}
+	delete(c.heads, head)
+	c.order = slices.DeleteFunc(c.order, func(h string) bool { return h == head })
 }
 
 // put adds an entry, evicting the oldest ones beyond max. The caller holds mu.
