@@ -3,7 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -30,7 +32,8 @@ func BenchmarkTurnOverhead(b *testing.B) {
 	turns := overheadTurns + 1
 	srv := startServer(b, ctx, KeelDynamicConfig(nil))
 	var ts *timedStore
-	rig := startRig(b, srv, RigOptions{TaskQueue: "bench-overhead", ToolTurns: overheadTurns, Store: func(s store.Store) store.Store {
+	var rpcs RPCs
+	rig := startRig(b, srv, RigOptions{TaskQueue: "bench-overhead", ToolTurns: overheadTurns, RPCs: &rpcs, Store: func(s store.Store) store.Store {
 		ts = &timedStore{Store: s}
 		return ts
 	}})
@@ -43,6 +46,8 @@ func BenchmarkTurnOverhead(b *testing.B) {
 	}
 	var keel, flr, plain []time.Duration
 	var keelIDs, floorIDs []string
+	keelRPCs, floorRPCs := map[string][]time.Duration{}, map[string][]time.Duration{}
+	rpcs.Take()
 	for i := 0; i < b.N; i++ {
 		for range overheadRounds {
 			kid, fid := uniq("keel"), uniq("floor")
@@ -52,10 +57,12 @@ func BenchmarkTurnOverhead(b *testing.B) {
 				b.Fatal(err)
 			}
 			keel = append(keel, d/time.Duration(turns))
+			mergeRPCs(keelRPCs, rpcs.Take())
 			fd, err := rig.RunFloor(ctx, fid, turns)
 			if err != nil {
 				b.Fatal(err)
 			}
+			mergeRPCs(floorRPCs, rpcs.Take())
 			flr = append(flr, fd/time.Duration(turns))
 			plain = append(plain, plainLoop(b, ctx, rig.Workdir, overheadTurns)/time.Duration(turns))
 		}
@@ -71,14 +78,48 @@ func BenchmarkTurnOverhead(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 	logBreakdown(b, ctx, rig, keelIDs, floorIDs, turns)
 	b.Logf("transcript store inside CallModel: %.2f ms per call (two appends and a load, through the cache)", Ms(ts.perLoad()))
+	logRPCs(b, keelRPCs, floorRPCs, len(keelIDs)*turns)
 	if testing.Verbose() {
 		logTimelines(b, ctx, rig)
 	}
 }
 
+// mergeRPCs adds the calls of one run to a total.
+func mergeRPCs(into, from map[string][]time.Duration) {
+	for m, ds := range from {
+		into[m] = append(into[m], ds...)
+	}
+}
+
+// logRPCs logs, per method, the calls a turn makes and their time, Keel beside the floor.
+func logRPCs(b *testing.B, keel, floor map[string][]time.Duration, turns int) {
+	methods := slices.Sorted(maps.Keys(keel))
+	for m := range floor {
+		if _, ok := keel[m]; !ok {
+			methods = append(methods, m)
+		}
+	}
+	b.Logf("%-34s %14s %14s %14s %14s %9s", "RPC (client and worker, not polls)", "keel calls/turn", "keel ms/turn", "floor calls/turn", "floor ms/turn", "p50 ms")
+	for _, m := range methods {
+		k, f := keel[m], floor[m]
+		b.Logf("%-34s %14.2f %14.2f %14.2f %14.2f %9.2f", m, float64(len(k))/float64(turns), Ms(sum(k))/float64(turns),
+			float64(len(f))/float64(turns), Ms(sum(f))/float64(turns), Ms(Percentile(append(slices.Clone(k), f...), 0.5)))
+	}
+}
+
+func sum(ds []time.Duration) time.Duration {
+	var t time.Duration
+	for _, d := range ds {
+		t += d
+	}
+	return t
+}
+
 // turnPhases gathers, over many turns, where each turn's time went.
 type turnPhases struct {
 	span, wftWait, wftRun, model, tool, between []time.Duration
+	// childBytes and parentBytes are the encoded history of the turn children and the parents.
+	childBytes, parentBytes, turns int
 }
 
 // add reads every turn child of parent and the parent's gaps between them.
@@ -89,6 +130,8 @@ func (tp *turnPhases) add(ctx context.Context, rig *Rig, parent string, childID 
 			return err
 		}
 		p := ChildPhases(evs)
+		tp.childBytes += Bytes(evs)
+		tp.turns++
 		tp.span, tp.wftWait, tp.wftRun = append(tp.span, p.Span), append(tp.wftWait, p.WFTWait), append(tp.wftRun, p.WFTRun)
 		if len(p.Activities) > 0 {
 			tp.model = append(tp.model, p.Activities[0])
@@ -102,6 +145,7 @@ func (tp *turnPhases) add(ctx context.Context, rig *Rig, parent string, childID 
 		return err
 	}
 	tp.between = append(tp.between, BetweenChildren(evs)...)
+	tp.parentBytes += Bytes(evs)
 	return nil
 }
 
@@ -135,6 +179,8 @@ func logBreakdown(b *testing.B, ctx context.Context, rig *Rig, keelIDs, floorIDs
 		km, fm := Ms(Percentile(r.k, 0.5)), Ms(Percentile(r.f, 0.5))
 		b.Logf("%-42s %9.1f %9.1f %+9.1f", r.name, km, fm, km-fm)
 	}
+	b.Logf("history bytes per turn: keel child %d + parent %d, floor child %d + parent %d",
+		k.childBytes/k.turns, k.parentBytes/k.turns, f.childBytes/f.turns, f.parentBytes/f.turns)
 }
 
 // plainLoop is a Keel session without Temporal: the same scripted model, the same transcript

@@ -1,11 +1,13 @@
 package bench
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -78,5 +80,27 @@ func TestBetweenChildren(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestRPCsRecordsCallsButNotPolls(t *testing.T) {
+	var r RPCs
+	ok := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
+	for _, m := range []string{
+		"/temporal.api.workflowservice.v1.WorkflowService/RecordActivityTaskHeartbeat",
+		"/temporal.api.workflowservice.v1.WorkflowService/RecordActivityTaskHeartbeat",
+		"/temporal.api.workflowservice.v1.WorkflowService/PollActivityTaskQueue",
+		"/temporal.api.workflowservice.v1.WorkflowService/RespondActivityTaskCompleted",
+	} {
+		if err := r.Intercept(context.Background(), m, nil, nil, nil, ok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := r.Take()
+	if len(got) != 2 || len(got["RecordActivityTaskHeartbeat"]) != 2 || len(got["RespondActivityTaskCompleted"]) != 1 {
+		t.Errorf("recorded %v, want 2 heartbeats and 1 completion, no polls", got)
+	}
+	if again := r.Take(); len(again) != 0 {
+		t.Errorf("second Take = %v, want nothing", again)
 	}
 }

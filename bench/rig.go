@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"google.golang.org/grpc"
 
 	"github.com/keelrun/keel/activities"
 	"github.com/keelrun/keel/app"
@@ -35,6 +36,8 @@ type RigOptions struct {
 	// Store, when set, wraps the transcript store, outside the worker's cache (to time what
 	// CallModel sees).
 	Store func(store.Store) store.Store
+	// RPCs, when set, records the calls the rig's client and worker make to the server.
+	RPCs *RPCs
 }
 
 // TranscriptCache is how many transcripts the bench worker keeps in memory, the bound the worker
@@ -53,9 +56,10 @@ type Rig struct {
 	w           worker.Worker
 }
 
-// NewRig builds and starts the worker. It registers Keel's workflows and activities with a
-// Scripted model, and the floor workflows next to them.
-func NewRig(c client.Client, address string, opts RigOptions) (*Rig, error) {
+// NewRig connects to the server at address and builds and starts the worker. It registers Keel's
+// workflows and activities with a Scripted model, and the floor workflows next to them. The client
+// is dialled the way app.DialWithMetrics does it: large payloads go to the rig's store.
+func NewRig(ctx context.Context, address string, opts RigOptions) (*Rig, error) {
 	cfg, err := config.Load("", nil, map[string]any{
 		"gateway.fake":        true,
 		"temporal.address":    address,
@@ -68,12 +72,17 @@ func NewRig(c client.Client, address string, opts RigOptions) (*Rig, error) {
 	if err != nil {
 		return nil, err
 	}
+	c, err := dialRig(ctx, address, st, opts.RPCs)
+	if err != nil {
+		return nil, err
+	}
 	var s store.Store = store.WithCache(st, TranscriptCache)
 	if opts.Store != nil {
 		s = opts.Store(s)
 	}
 	workdir := filepath.Join(opts.Dir, "work")
 	if err := seedWorkdir(workdir); err != nil {
+		c.Close()
 		return nil, err
 	}
 	stamps := NewStamps()
@@ -93,6 +102,7 @@ func NewRig(c client.Client, address string, opts RigOptions) (*Rig, error) {
 	floorStamps := NewStamps()
 	RegisterFloor(w, floorStamps)
 	if err := w.Start(); err != nil {
+		c.Close()
 		return nil, fmt.Errorf("starting the bench worker: %w", err)
 	}
 	return &Rig{Client: c, Model: model, Stamps: stamps, FloorStamps: floorStamps, Workdir: workdir, opts: opts, w: w}, nil
@@ -111,8 +121,30 @@ func seedWorkdir(dir string) error {
 	return nil
 }
 
-// Stop stops the worker.
-func (r *Rig) Stop() { r.w.Stop() }
+// Stop stops the worker and closes its client.
+func (r *Rig) Stop() {
+	r.w.Stop()
+	r.Client.Close()
+}
+
+// dialRig connects a client with the worker process's payload storage, recording its calls in
+// rpcs when set.
+func dialRig(ctx context.Context, address string, blobs store.Blobs, rpcs *RPCs) (client.Client, error) {
+	opts := client.Options{
+		HostPort:        address,
+		Namespace:       "default",
+		Logger:          quietLogger(),
+		ExternalStorage: store.ExternalStorage(blobs),
+	}
+	if rpcs != nil {
+		opts.ConnectionOptions.DialOptions = []grpc.DialOption{grpc.WithChainUnaryInterceptor(rpcs.Intercept)}
+	}
+	c, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("connecting the bench client to %s: %w", address, err)
+	}
+	return c, nil
+}
 
 func (r *Rig) startOptions(id string) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{ID: id, TaskQueue: r.opts.TaskQueue, EnableEagerStart: r.opts.EagerStart}

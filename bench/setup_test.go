@@ -31,7 +31,7 @@ func startRig(tb testing.TB, srv *Server, opts RigOptions) *Rig {
 	if opts.Dir == "" {
 		opts.Dir = tb.TempDir()
 	}
-	r, err := NewRig(srv.Client(), srv.Address(), opts)
+	r, err := NewRig(context.Background(), srv.Address(), opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
