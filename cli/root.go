@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/keelrun/keel/config"
 )
@@ -45,7 +44,6 @@ func usageErr(format string, args ...any) error {
 // globals are the flags every command shares.
 type globals struct {
 	configPath string
-	flags      *pflag.FlagSet
 	stdout     io.Writer
 	stderr     io.Writer
 }

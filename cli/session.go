@@ -28,6 +28,9 @@ type sessionSpec struct {
 	output     string
 	// job is true when the workflow ID comes from a job key: a finished job is not run again.
 	job bool
+	// input, when set, is started as it is (a fork carries another session's state); task then
+	// only labels the session in the Web UI.
+	input *contract.SessionInput
 }
 
 // startSession starts (or, for the same workflow ID, attaches to) a session, follows it until it
@@ -39,19 +42,8 @@ func startSession(ctx context.Context, c client.Client, cfg config.Config, spec 
 	}
 	defer sink.Close()
 
-	in := contract.SessionInput{
-		Task:         spec.task,
-		SystemPrompt: systemPrompt,
-		Workdir:      spec.workdir,
-		Model:        cfg.Gateway.Model,
-		Limits:       cfg.Limits,
-		Policy:       cfg.Tools,
-		Retry:        cfg.Gateway.Retry,
-		Sinks:        []string{sink.URL()},
-		Inject:       spec.inject,
-		Escalation:   cfg.Escalation.EscalationPolicy,
-		TurnsPerRun:  cfg.Temporal.TurnsPerRun,
-	}
+	in := sessionInput(cfg, spec)
+	in.Sinks = []string{sink.URL()}
 	opts := client.StartWorkflowOptions{
 		ID:                       spec.workflowID,
 		TaskQueue:                cfg.Temporal.TaskQueue,
@@ -79,6 +71,26 @@ func startSession(ctx context.Context, c client.Client, cfg config.Config, spec 
 	p.info(fmt.Sprintf("session %s started; Web UI: %s", run.GetID(), uiLink(cfg, run.GetID())))
 	f := &follower{c: c, workflowID: run.GetID(), p: p, sink: sink, interactive: spec.output == "text" && stdinIsTerminal()}
 	return f.follow(ctx, run)
+}
+
+// sessionInput is what a new session starts with: the spec's own input, or one built from the
+// configuration.
+func sessionInput(cfg config.Config, spec sessionSpec) contract.SessionInput {
+	if spec.input != nil {
+		return *spec.input
+	}
+	return contract.SessionInput{
+		Task:         spec.task,
+		SystemPrompt: systemPrompt,
+		Workdir:      spec.workdir,
+		Model:        cfg.Gateway.Model,
+		Limits:       cfg.Limits,
+		Policy:       cfg.Tools,
+		Retry:        cfg.Gateway.Retry,
+		Inject:       spec.inject,
+		Escalation:   cfg.Escalation.EscalationPolicy,
+		TurnsPerRun:  cfg.Temporal.TurnsPerRun,
+	}
 }
 
 const systemPrompt = "You are a careful software engineer working in a sandboxed work directory. Use the tools to inspect, change and test code. When a tool call fails, read the feedback and do what it says. Answer briefly when the task is done."

@@ -77,7 +77,7 @@ func forkCmd(g *globals) *cobra.Command {
 				return usageErr("--turn must be 0 or more")
 			}
 			return withStore(g, cmd, func(ctx context.Context, cfg config.Config, c client.Client, st store.Store) error {
-				in, err := sessionInput(ctx, c, args[0])
+				in, err := startedInput(ctx, c, args[0])
 				if err != nil {
 					return err
 				}
@@ -97,7 +97,7 @@ func forkCmd(g *globals) *cobra.Command {
 				in.Inject = ""
 				wid := newWorkflowID("fork")
 				p.info(fmt.Sprintf("forked %s at turn %d as %s", args[0], turn, wid))
-				sum, err := startFork(ctx, c, cfg, wid, in, output, p)
+				sum, err := startSession(ctx, c, cfg, sessionSpec{workflowID: wid, task: "fork: " + in.Task, output: output, input: &in}, p)
 				if err != nil {
 					return err
 				}
@@ -176,8 +176,8 @@ func forkPrefix(msgs []contract.Message, turn int, edits []string) ([]contract.M
 	return prefix, nil
 }
 
-// sessionInput reads the input a session was started with from its history.
-func sessionInput(ctx context.Context, c client.Client, wid string) (contract.SessionInput, error) {
+// startedInput reads the input a session was started with from its history.
+func startedInput(ctx context.Context, c client.Client, wid string) (contract.SessionInput, error) {
 	var in contract.SessionInput
 	it := c.GetWorkflowHistory(ctx, wid, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	if !it.HasNext() {
@@ -195,24 +195,6 @@ func sessionInput(ctx context.Context, c client.Client, wid string) (contract.Se
 		return in, fmt.Errorf("decoding the input of %s: %w", wid, err)
 	}
 	return in, nil
-}
-
-func startFork(ctx context.Context, c client.Client, cfg config.Config, wid string, in contract.SessionInput, output string, p printer) (contract.Summary, error) {
-	sink, err := events.Listen(cfg.Events.Host)
-	if err != nil {
-		return contract.Summary{}, err
-	}
-	defer sink.Close()
-	in.Sinks = []string{sink.URL()}
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: wid, TaskQueue: cfg.Temporal.TaskQueue, StaticSummary: clip("fork: "+in.Task, 200), StaticDetails: staticDetails(in),
-	}, contract.SessionWorkflow, in)
-	if err != nil {
-		return contract.Summary{}, fmt.Errorf("starting the fork: %w", err)
-	}
-	p.info(fmt.Sprintf("session %s started; Web UI: %s", run.GetID(), uiLink(cfg, run.GetID())))
-	f := &follower{c: c, workflowID: wid, p: p, sink: sink, interactive: output == "text" && stdinIsTerminal()}
-	return f.follow(ctx, run)
 }
 
 // messageEvent shows one transcript message as an event.
