@@ -37,20 +37,8 @@ func TestSlackApprovalEndToEnd(t *testing.T) {
 
 	approved := 0
 	for seen := 0; ; {
-		var a contract.Event
-		done := false
-		live.waitEvent(30*time.Second, "an approval request or the summary", func(e contract.Event) bool {
-			if e.Event == contract.EventSummary {
-				done = true
-				return true
-			}
-			if e.Event == contract.EventApproval && e.Seq > seen {
-				a = e
-				return true
-			}
-			return false
-		})
-		if done {
+		a, ok := live.nextApproval(30*time.Second, seen)
+		if !ok {
 			break
 		}
 		seen = a.Seq

@@ -24,20 +24,8 @@ func TestApprovalFromAnotherProcess(t *testing.T) {
 	}
 	approved := 0
 	for seen := 0; ; {
-		var a contract.Event
-		done := false
-		l.waitEvent(60*time.Second, "an approval request or the summary", func(e contract.Event) bool {
-			if e.Event == contract.EventSummary {
-				done = true
-				return true
-			}
-			if e.Event == contract.EventApproval && e.Seq > seen {
-				a = e
-				return true
-			}
-			return false
-		})
-		if done {
+		a, ok := l.nextApproval(60*time.Second, seen)
+		if !ok {
 			break
 		}
 		seen = a.Seq

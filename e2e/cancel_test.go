@@ -11,6 +11,7 @@ import (
 	"github.com/keelrun/keel/app"
 	"github.com/keelrun/keel/contract"
 	"github.com/keelrun/keel/fakegw"
+	"github.com/keelrun/keel/internal/testenv"
 )
 
 // cancelWays are the ways a person stops a session, each with one behaviour.
@@ -184,13 +185,5 @@ func hasNote(tr contract.Transcript, note, text string) bool {
 	return false
 }
 
-func waitFor(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return true
-}
+// waitFor polls cond until it holds or the timeout passes.
+var waitFor = testenv.WaitFor

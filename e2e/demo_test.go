@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/keelrun/keel/contract"
@@ -73,7 +74,7 @@ func TestBadConfiguration(t *testing.T) {
 				t.Fatalf("exit %d, want 2; stderr %q", code, stderr.String())
 			}
 			lines := nonEmptyLines(stderr.String())
-			if len(lines) != 1 || !contains(lines[0], c.key) {
+			if len(lines) != 1 || !strings.Contains(lines[0], c.key) {
 				t.Fatalf("want one line naming %s, got %q", c.key, stderr.String())
 			}
 			if stdout.Len() != 0 {

@@ -97,6 +97,16 @@ func (l *liveRun) waitEvent(timeout time.Duration, what string, pred func(contra
 	}
 }
 
+// nextApproval waits for an approval request newer than event seen; ok is false once the
+// session's summary arrived instead.
+func (l *liveRun) nextApproval(timeout time.Duration, seen int) (a contract.Event, ok bool) {
+	l.t.Helper()
+	e := l.waitEvent(timeout, "an approval request or the summary", func(e contract.Event) bool {
+		return e.Event == contract.EventSummary || (e.Event == contract.EventApproval && e.Seq > seen)
+	})
+	return e, e.Event == contract.EventApproval
+}
+
 // workflowID is the session's ID, from the starter's first notice.
 func (l *liveRun) workflowID() string {
 	e := l.waitEvent(30*time.Second, "session started", func(e contract.Event) bool {

@@ -17,8 +17,6 @@ func nonEmptyLines(s string) []string {
 	return out
 }
 
-func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
 // startGateway starts a fake gateway for one test and returns its base URL.
 func startGateway(t *testing.T) string {
 	t.Helper()
