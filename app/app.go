@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -37,8 +38,7 @@ func Dial(ctx context.Context, cfg config.Config) (client.Client, error) {
 
 // DialWithMetrics connects with a metrics handler, so the SDK's metrics and Keel's own (recorded
 // through the same handler from workflows and activities) reach Prometheus. Payloads over
-// store.PayloadThreshold go to the configured store instead of into history; the store stays open
-// for the life of the process (the SDK's worker needs the client it made, so it cannot be wrapped).
+// store.PayloadThreshold go to the configured store instead of into history.
 func DialWithMetrics(ctx context.Context, cfg config.Config, mh client.MetricsHandler) (client.Client, error) {
 	st, err := OpenStore(ctx, cfg)
 	if err != nil {
@@ -52,7 +52,6 @@ func DialWithMetrics(ctx context.Context, cfg config.Config, mh client.MetricsHa
 		ExternalStorage: store.ExternalStorage(st),
 	})
 	if err != nil {
-		_ = st.Close()
 		return nil, fmt.Errorf("connecting to temporal at %s: %w", cfg.Temporal.Address, err)
 	}
 	return c, nil
@@ -106,17 +105,36 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string) (*act
 		if acts.MCP != nil {
 			_ = acts.MCP.Close()
 		}
-		_ = st.Close()
 	}, nil
 }
 
-// OpenStore opens the configured transcript store.
+// stores are the stores this process opened, one per backend and location.
+var (
+	storesMu sync.Mutex
+	stores   = map[string]store.Store{}
+)
+
+// OpenStore returns the configured transcript store, opened once per process: the client (for
+// large payloads), the activities and the starter's commands share it, so a worker holds one
+// PostgreSQL pool, not one per use. It stays open for the life of the process; callers do not
+// close it.
 func OpenStore(ctx context.Context, cfg config.Config) (store.Store, error) {
 	loc := cfg.Store.Path
 	if cfg.Store.Backend == "postgres" {
 		loc = cfg.Store.DSN
 	}
-	return store.Open(ctx, cfg.Store.Backend, loc)
+	key := cfg.Store.Backend + "\x00" + loc
+	storesMu.Lock()
+	defer storesMu.Unlock()
+	if st, ok := stores[key]; ok {
+		return st, nil
+	}
+	st, err := store.Open(ctx, cfg.Store.Backend, loc)
+	if err != nil {
+		return nil, err
+	}
+	stores[key] = st
+	return st, nil
 }
 
 // Notifiers builds the escalation channels named in the configuration.

@@ -119,7 +119,6 @@ func withStore(g *globals, cmd *cobra.Command, f func(ctx context.Context, cfg c
 		if err != nil {
 			return err
 		}
-		defer st.Close()
 		return f(ctx, cfg, c, st)
 	})
 }
