@@ -102,10 +102,11 @@ func runDemo(ctx context.Context, g *globals, cfg config.Config, p printer, inje
 	if err != nil {
 		return err
 	}
-	p.summary(sum)
 	if stack.Server != nil {
 		p.info(fmt.Sprintf("this run's dev server kept the session in %s; `go run ./starter dev` serves it again at %s", stack.DBFile, uiLink(cfg, wid)))
 	}
+	// The summary is the last line: --output jsonl readers take it as the end.
+	p.summary(sum)
 	if code := exitCode(sum.Status); code != ExitOK {
 		return &exitError{code: code}
 	}

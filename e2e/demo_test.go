@@ -17,6 +17,9 @@ func TestDemoCompletes(t *testing.T) {
 			if r.Code != 0 {
 				t.Fatalf("exit %d, want 0\nstderr:\n%s\nstdout:\n%s", r.Code, r.Stderr, r.Stdout)
 			}
+			if last := r.Events[len(r.Events)-1]; last.Event != contract.EventSummary {
+				t.Fatalf("the output ends with a %q event, not the summary", last.Event)
+			}
 			s := r.Summary
 			if s.Status != contract.StatusCompleted || s.Turns < 3 || s.ToolCalls < 3 {
 				t.Fatalf("summary %+v: want completed with turns >= 3 and tool_calls >= 3", s)
