@@ -11,7 +11,7 @@ COPY . .
 ENV CGO_ENABLED=0
 RUN go build -trimpath -ldflags="-s -w" -o /out/starter ./starter \
  && go build -trimpath -ldflags="-s -w" -o /out/worker ./worker \
- && go build -trimpath -ldflags="-s -w" -o /out/slackbot ./slackbot
+ && go build -trimpath -ldflags="-s -w" -o /out/slackbot ./cmd/slackbot
 
 # The worker runs the agents' tool commands (go, git, sh ...) in its work directory, so the runtime
 # keeps a shell and git rather than being distroless.

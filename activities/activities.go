@@ -12,13 +12,13 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/keelrun/keel/contract"
 	"github.com/keelrun/keel/escalation"
-	"github.com/keelrun/keel/events"
-	"github.com/keelrun/keel/gateway"
-	"github.com/keelrun/keel/store"
-	"github.com/keelrun/keel/tools/mcp"
-	"github.com/keelrun/keel/toolspec"
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/events"
+	"github.com/keelrun/keel/internal/gateway"
+	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/tools/mcp"
+	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
 // Activities are the dependencies of every activity.

@@ -10,9 +10,9 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/keelrun/keel/contract"
-	"github.com/keelrun/keel/gateway"
-	"github.com/keelrun/keel/metrics/record"
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/gateway"
+	"github.com/keelrun/keel/internal/metrics/record"
 )
 
 // attemptState travels in heartbeat details, so the next attempt, even on another worker after a

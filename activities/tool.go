@@ -10,9 +10,9 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/keelrun/keel/contract"
-	"github.com/keelrun/keel/metrics/record"
-	"github.com/keelrun/keel/tools"
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/metrics/record"
+	"github.com/keelrun/keel/internal/tools"
 )
 
 // RunTool runs one tool call, once. A tool failure is a result written for the model, never an

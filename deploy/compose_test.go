@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/keelrun/keel/config"
+	"github.com/keelrun/keel/internal/config"
 )
 
 const composeFile = "../docker-compose.yml"
@@ -178,7 +178,7 @@ func envName(key string) string {
 // names (KEEL_SLACK_*) rather than the escalation.slack.* configuration keys.
 func slackbotEnv(t *testing.T) map[string]bool {
 	t.Helper()
-	files, err := filepath.Glob("../slackbot/*.go")
+	files, err := filepath.Glob("../cmd/slackbot/*.go")
 	require.NoError(t, err)
 	name := regexp.MustCompile(`^KEEL_[A-Z0-9_]+$`)
 	out := map[string]bool{}

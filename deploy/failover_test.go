@@ -17,10 +17,10 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
-	"github.com/keelrun/keel/contract"
-	"github.com/keelrun/keel/demo"
-	"github.com/keelrun/keel/fakegw"
-	"github.com/keelrun/keel/metrics/record"
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/demo"
+	"github.com/keelrun/keel/internal/devkit/fakegw"
+	"github.com/keelrun/keel/internal/metrics/record"
 )
 
 // failoverSessions is how many demo sessions the drill runs; every other one first runs a 15-second

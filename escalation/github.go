@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/internal/contract"
 )
 
 // DefaultGitHubURL is the REST API of github.com; GitHub Enterprise uses https://HOST/api/v3.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/internal/contract"
 )
 
 // Notifier sends one escalation notice on one channel. Notices are sent from a retryable Temporal

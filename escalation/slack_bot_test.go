@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/internal/contract"
 )
 
 const (

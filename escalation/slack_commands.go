@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/internal/contract"
 )
 
 // slackUsage is the reply to an empty or unknown slash command.

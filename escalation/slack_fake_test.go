@@ -14,7 +14,7 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slacktest"
 
-	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/internal/contract"
 )
 
 // fakeSlack is slacktest's server plus the Web API methods it lacks (chat.update, views.open,

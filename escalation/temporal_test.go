@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/internal/contract"
 )
 
 // answerTarget is a minimal session: one pending escalation answered by update (with a

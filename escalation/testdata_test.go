@@ -3,7 +3,7 @@ package escalation
 import (
 	"time"
 
-	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/internal/contract"
 )
 
 // sampleEscalation is a fully filled escalation shared by the tests.

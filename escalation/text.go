@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/internal/contract"
 )
 
 // reasonText says in words why a session stopped; the reason code stays next to it so people can

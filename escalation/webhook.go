@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/internal/contract"
 )
 
 // Webhook headers. The signature covers the timestamp, so a captured request cannot be replayed

@@ -5,7 +5,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/keelrun/keel/cli"
+	"github.com/keelrun/keel/internal/cli"
 )
 
 func main() {

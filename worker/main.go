@@ -9,8 +9,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/keelrun/keel/app"
-	"github.com/keelrun/keel/config"
+	"github.com/keelrun/keel/internal/app"
+	"github.com/keelrun/keel/internal/config"
 )
 
 func main() {

@@ -6,8 +6,8 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/keelrun/keel/contract"
-	"github.com/keelrun/keel/metrics/record"
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/metrics/record"
 )
 
 const defaultEscalationDeadline = 30 * time.Minute

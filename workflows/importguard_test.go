@@ -15,7 +15,7 @@ import (
 // keelModule is the module path; workflow code may import only these of its packages.
 const keelModule = "github.com/keelrun/keel"
 
-var allowedKeel = []string{keelModule + "/contract", keelModule + "/toolspec", keelModule + "/metrics/record", keelModule + "/breaker"}
+var allowedKeel = []string{keelModule + "/internal/contract", keelModule + "/internal/tools/toolspec", keelModule + "/internal/metrics/record", keelModule + "/internal/tools/breaker"}
 
 // bannedImports are packages that reach the world (files, network, processes, the process's own
 // output) or are nondeterministic (random numbers). Anything under net/ is banned as well.
@@ -130,7 +130,7 @@ func TestImportGuardCatches(t *testing.T) {
 	}{
 		{"os", `import "os"; var _ = os.Args`, "imports os"},
 		{"net/http", `import "net/http"; var _ = http.Get`, "imports net/http"},
-		{"another keel package", `import "github.com/keelrun/keel/gateway"; var _ = gateway.New`, "only contract and toolspec"},
+		{"another keel package", `import "github.com/keelrun/keel/internal/gateway"; var _ = gateway.New`, "only contract and toolspec"},
 		{"log", `import "log"; func f() { log.Println() }`, "imports log"},
 		{"wall clock", `import "time"; func f() { _ = time.Now() }`, "time.Now"},
 		{"aliased clock", `import clock "time"; func f() { clock.Sleep(1) }`, "time.Sleep"},
@@ -156,7 +156,7 @@ func TestImportGuardCatches(t *testing.T) {
 	"fmt"
 	"time"
 	"go.temporal.io/sdk/workflow"
-	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/internal/contract"
 )
 func f(ctx workflow.Context) string { _ = workflow.Now(ctx).Add(time.Second); return fmt.Sprintf("%s", contract.TaskQueue) }`
 	findings, err := guardFile(token.NewFileSet(), "clean.go", "package workflows\n"+clean+"\n")

@@ -5,8 +5,8 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/keelrun/keel/contract"
-	"github.com/keelrun/keel/metrics/record"
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/metrics/record"
 )
 
 // checkLimits is the limits ledger's check before a turn: turns and tokens. The duration limit is

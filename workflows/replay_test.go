@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/keelrun/keel/internal/replay"
+	"github.com/keelrun/keel/internal/devkit/replay"
 )
 
 // historiesDir holds histories recorded from real runs against a dev server (see

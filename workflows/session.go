@@ -8,8 +8,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/keelrun/keel/contract"
-	"github.com/keelrun/keel/toolspec"
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
 // AgentSession runs one task: turns as AgentTurn child workflows until the model answers without

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/keelrun/keel/contract"
+	"github.com/keelrun/keel/internal/contract"
 )
 
 var (

@@ -8,10 +8,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/keelrun/keel/breaker"
-	"github.com/keelrun/keel/contract"
-	"github.com/keelrun/keel/metrics/record"
-	"github.com/keelrun/keel/toolspec"
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/metrics/record"
+	"github.com/keelrun/keel/internal/tools/breaker"
+	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
 // AgentTurn is one turn: one model call, then each requested tool call in order through the gates

@@ -17,8 +17,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/keelrun/keel/contract"
-	"github.com/keelrun/keel/toolspec"
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/tools/toolspec"
 	"github.com/keelrun/keel/workflows"
 )
 

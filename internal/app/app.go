@@ -1,0 +1,212 @@
+// Package app owns Keel's wiring: the Temporal client, the worker with its workflows and
+// activities, and the local dev stack (dev server and fake gateway). The worker and starter mains
+// stay thin by calling it, and the integration tests reuse exactly the same code.
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/keelrun/keel/activities"
+	"github.com/keelrun/keel/escalation"
+	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/events"
+	"github.com/keelrun/keel/internal/gateway"
+	"github.com/keelrun/keel/internal/metrics"
+	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/tools/mcp"
+	"github.com/keelrun/keel/workflows"
+)
+
+// Dial connects to the configured Temporal server.
+func Dial(ctx context.Context, cfg config.Config) (client.Client, error) {
+	return DialWithMetrics(ctx, cfg, nil)
+}
+
+// DialWithMetrics connects with a metrics handler, so the SDK's metrics and Keel's own (recorded
+// through the same handler from workflows and activities) reach Prometheus. Payloads over
+// store.PayloadThreshold go to the configured store instead of into history.
+func DialWithMetrics(ctx context.Context, cfg config.Config, mh client.MetricsHandler) (client.Client, error) {
+	st, err := OpenStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort:        cfg.Temporal.Address,
+		Namespace:       cfg.Temporal.Namespace,
+		Logger:          Logger(os.Getenv("KEEL_LOG") != ""),
+		MetricsHandler:  mh,
+		ExternalStorage: store.ExternalStorage(st),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to temporal at %s: %w", cfg.Temporal.Address, err)
+	}
+	return c, nil
+}
+
+// Logger is the SDK logger: quiet unless verbose, because the starter's terminal belongs to the user.
+func Logger(verbose bool) sdklog.Logger {
+	var w io.Writer = io.Discard
+	if verbose {
+		w = os.Stderr
+	}
+	return sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn})))
+}
+
+// RegisterWorkflows registers both workflows under their contract names.
+func RegisterWorkflows(w worker.WorkflowRegistry) {
+	w.RegisterWorkflowWithOptions(workflows.AgentSession, workflow.RegisterOptions{Name: contract.SessionWorkflow})
+	w.RegisterWorkflowWithOptions(workflows.AgentTurn, workflow.RegisterOptions{Name: contract.TurnWorkflow})
+}
+
+// Activities builds the activities' dependencies from the configuration. gatewayURL overrides the
+// configured base URL (the fake gateway's address when it runs in-process).
+func Activities(ctx context.Context, cfg config.Config, gatewayURL string) (*activities.Activities, func(), error) {
+	gcfg := gateway.Config{Provider: cfg.Gateway.Provider, BaseURL: cfg.Gateway.BaseURL, APIKey: cfg.Gateway.APIKey, Model: cfg.Gateway.Model}
+	if gatewayURL != "" {
+		gcfg.BaseURL = gatewayURL
+	}
+	if gcfg.APIKey == "" {
+		gcfg.APIKey = "fake-gateway-key"
+	}
+	gw, err := gateway.New(gcfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := OpenStore(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	acts := &activities.Activities{
+		Gateway:   gw,
+		Store:     store.WithCache(st, transcriptCache),
+		Events:    events.NewPublisher(),
+		Notifiers: Notifiers(cfg),
+		OutputCap: cfg.OutputCap,
+		EffectLog: cfg.EffectLog,
+	}
+	if len(cfg.MCP) > 0 {
+		acts.MCP = mcp.NewManager(cfg.MCP)
+	}
+	return acts, func() {
+		if acts.MCP != nil {
+			_ = acts.MCP.Close()
+		}
+	}, nil
+}
+
+// stores are the stores this process opened, one per backend and location.
+var (
+	storesMu sync.Mutex
+	stores   = map[string]store.Store{}
+)
+
+// OpenStore returns the configured transcript store, opened once per process: the client (for
+// large payloads), the activities and the starter's commands share it, so a worker holds one
+// PostgreSQL pool, not one per use. It stays open for the life of the process; callers do not
+// close it.
+func OpenStore(ctx context.Context, cfg config.Config) (store.Store, error) {
+	loc := cfg.Store.Path
+	if cfg.Store.Backend == "postgres" {
+		loc = cfg.Store.DSN
+	}
+	key := cfg.Store.Backend + "\x00" + loc
+	storesMu.Lock()
+	defer storesMu.Unlock()
+	if st, ok := stores[key]; ok {
+		return st, nil
+	}
+	st, err := store.Open(ctx, cfg.Store.Backend, loc)
+	if err != nil {
+		return nil, err
+	}
+	stores[key] = st
+	return st, nil
+}
+
+// Notifiers builds the escalation channels named in the configuration.
+func Notifiers(cfg config.Config) map[string]escalation.Notifier {
+	out := map[string]escalation.Notifier{}
+	e := cfg.Escalation
+	for _, ch := range e.Channels {
+		switch ch {
+		case "slack":
+			var opts []slack.Option
+			if e.Slack.APIURL != "" {
+				opts = append(opts, slack.OptionAPIURL(e.Slack.APIURL))
+			}
+			out[ch] = &escalation.SlackNotifier{API: slack.New(e.Slack.BotToken, opts...), Channel: e.Slack.Channel}
+		case "github":
+			out[ch] = &escalation.GitHubNotifier{BaseURL: e.GitHub.BaseURL, Token: e.GitHub.Token, Repo: e.GitHub.Repo, PR: e.GitHub.PR, HTTPClient: http.DefaultClient}
+		case "webhook":
+			out[ch] = &escalation.WebhookNotifier{URL: e.Webhook.URL, Secret: e.Webhook.Secret, HTTPClient: http.DefaultClient}
+		}
+	}
+	return out
+}
+
+// transcriptCache bounds the transcripts a worker keeps in memory: about one per active session.
+const transcriptCache = 1024
+
+// HeartbeatThrottle is how often the worker sends an activity's heartbeat at most. Cancellation
+// arrives in heartbeat replies, so this bounds how long a cancelled tool or model stream runs on.
+const HeartbeatThrottle = 250 * time.Millisecond
+
+// NewWorker creates a worker for the task queue with both workflows and every activity.
+func NewWorker(c client.Client, cfg config.Config, acts *activities.Activities) worker.Worker {
+	w := worker.New(c, cfg.Temporal.TaskQueue, worker.Options{MaxHeartbeatThrottleInterval: HeartbeatThrottle})
+	RegisterWorkflows(w)
+	acts.Register(w)
+	return w
+}
+
+// RunWorker is the worker process: connect, build the dependencies, serve metrics if configured,
+// and serve the task queue until ctx ends.
+func RunWorker(ctx context.Context, cfg config.Config) error {
+	var mh client.MetricsHandler
+	if cfg.Metrics.Address != "" {
+		m, err := metrics.New()
+		if err != nil {
+			return err
+		}
+		addr, err := m.Serve(ctx, cfg.Metrics.Address)
+		if err != nil {
+			return err
+		}
+		slog.Info("serving metrics", "url", "http://"+addr.String()+metrics.Path)
+		mh = m.Handler()
+	}
+	c, err := DialWithMetrics(ctx, cfg, mh)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := EnsureSearchAttributes(ctx, c, cfg.Temporal.Namespace); err != nil {
+		return err
+	}
+	acts, closeDeps, err := Activities(ctx, cfg, "")
+	if err != nil {
+		return err
+	}
+	defer closeDeps()
+	w := NewWorker(c, cfg, acts)
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("starting the worker: %w", err)
+	}
+	<-ctx.Done()
+	w.Stop()
+	return nil
+}

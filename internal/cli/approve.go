@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/keelrun/keel/escalation"
+	"github.com/keelrun/keel/internal/contract"
+)
+
+func approveCmd(g *globals) *cobra.Command {
+	var digest string
+	var deny bool
+	cmd := &cobra.Command{
+		Use:   "approve WORKFLOW_ID [CALL_ID] [--digest D] [--deny]",
+		Short: "Approve (or deny) the tool call a session is waiting on",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
+				d := contract.ApprovalDecision{Digest: digest, Approve: !deny, By: currentUser()}
+				if len(args) == 2 {
+					d.CallID = args[1]
+				}
+				if d.CallID == "" || d.Digest == "" {
+					// Name the call the person is looking at: the one waiting now.
+					st, err := escalation.TemporalAnswerer{Client: c}.Status(ctx, args[0])
+					if err != nil {
+						return err
+					}
+					if st.Approval == nil {
+						return &exitError{code: ExitFailure, err: fmt.Errorf("session %s has no tool call waiting for approval", args[0])}
+					}
+					fmt.Fprintf(g.stdout, "%s %s\n", st.Approval.Tool, st.Approval.Arguments)
+					d.CallID, d.Digest = orDefault(d.CallID, st.Approval.CallID), orDefault(d.Digest, st.Approval.Digest)
+				}
+				res, err := approveCall(ctx, c, args[0], d)
+				return report(g, res, err)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&digest, "digest", "", "SHA-256 of the call's argument text, as the session shows it (default: the waiting call's)")
+	cmd.Flags().BoolVar(&deny, "deny", false, "deny the call instead")
+	return cmd
+}
+
+// approveCall sends the approve_call update; a refusal by the validator is a result, not an error.
+// Unlike the Slack bot (escalation.TemporalAnswerer.Approve), it sends no update ID: a person who
+// runs the command again after the call was decided is told the approval is stale, rather than
+// being handed the first result as if it were new.
+func approveCall(ctx context.Context, c client.Client, workflowID string, d contract.ApprovalDecision) (contract.AnswerResult, error) {
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: workflowID, UpdateName: contract.UpdateApproveCall, Args: []any{d},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return contract.AnswerResult{}, fmt.Errorf("sending the approval to %s: %w", workflowID, err)
+	}
+	var res contract.AnswerResult
+	if err := h.Get(ctx, &res); err != nil {
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) {
+			return contract.AnswerResult{Message: "refused: " + app.Message()}, nil
+		}
+		return res, fmt.Errorf("waiting for the approval of %s: %w", workflowID, err)
+	}
+	return res, nil
+}
+
+// offerApproval shows a newly waiting call once: a y/n prompt at a terminal, the command otherwise.
+func (f *follower) offerApproval(a *contract.Approval) {
+	if a == nil || (f.approval != nil && f.approval.CallID == a.CallID) || f.offered == a.CallID {
+		return
+	}
+	f.offered = a.CallID
+	if f.interactive {
+		f.approval = a
+		f.p.info(fmt.Sprintf("approve %s %s? [y]es / [n]o", a.Tool, clip(a.Arguments, 200)))
+		return
+	}
+	f.p.info(fmt.Sprintf("%s %s waits for approval: starter approve %s %s --digest %s [--deny]", a.Tool, clip(a.Arguments, 120), f.workflowID, a.CallID, a.Digest))
+}
+
+func (f *follower) sendApproval(ctx context.Context, d contract.ApprovalDecision) {
+	uctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := approveCall(uctx, f.c, f.workflowID, d)
+	if err != nil {
+		f.p.info("approval failed: " + err.Error())
+		return
+	}
+	f.p.info(res.Message)
+}
+
+func orDefault(s, def string) string {
+	if s != "" {
+		return s
+	}
+	return def
+}

@@ -1,0 +1,143 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/keelrun/keel/escalation"
+	"github.com/keelrun/keel/internal/app"
+	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/contract"
+)
+
+// withClient loads the configuration, connects, and runs f.
+func withClient(g *globals, cmd *cobra.Command, f func(ctx context.Context, c client.Client) error) error {
+	return withConfig(g, cmd, func(ctx context.Context, _ config.Config, c client.Client) error { return f(ctx, c) })
+}
+
+// withConfig is withClient for commands that also need the configuration.
+func withConfig(g *globals, cmd *cobra.Command, f func(ctx context.Context, cfg config.Config, c client.Client) error) error {
+	// These commands talk to Temporal only; no provider key is needed.
+	cfg, err := g.load(cmd, map[string]any{"gateway.fake": true})
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	c, err := app.Dial(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return f(ctx, cfg, c)
+}
+
+func cancelCmd(g *globals) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "cancel WORKFLOW_ID",
+		Short: "Cancel a running session: its turn, model stream and commands stop",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
+				err := escalation.TemporalAnswerer{Client: c}.Cancel(ctx, args[0], contract.CancelRequest{Reason: reason, By: currentUser()})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(g.stdout, "cancel sent to %s\n", args[0])
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "cancelled from the command line", "why, for the transcript")
+	return cmd
+}
+
+func answerCmd(g *globals) *cobra.Command {
+	var text string
+	cmd := &cobra.Command{
+		Use:   "answer WORKFLOW_ID ESCALATION_ID retry|edit|abort [--text ...]",
+		Short: "Answer a pending escalation",
+		Args:  cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			action := args[2]
+			if !slices.Contains([]string{contract.ActionRetry, contract.ActionEdit, contract.ActionAbort}, action) {
+				return usageErr("action %q is not one of retry, edit, abort", action)
+			}
+			if action == contract.ActionEdit && text == "" {
+				return usageErr("edit needs --text (corrected arguments or an instruction for the model)")
+			}
+			return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
+				res, err := answerSession(ctx, c, args[0], contract.Answer{
+					EscalationID: args[1], Action: action, Text: text, By: currentUser(), Via: "cli",
+				})
+				return report(g, res, err)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&text, "text", "", "with edit: corrected arguments or an instruction for the model")
+	return cmd
+}
+
+// report prints whether an answer or approval was accepted; a refusal exits 1.
+func report(g *globals, res contract.AnswerResult, err error) error {
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(g.stdout, res.Message)
+	if !res.Accepted {
+		return &exitError{code: ExitFailure}
+	}
+	return nil
+}
+
+// answerSession sends an answer as the session's update and reports whether it was accepted.
+func answerSession(ctx context.Context, c client.Client, workflowID string, a contract.Answer) (contract.AnswerResult, error) {
+	res, err := escalation.TemporalAnswerer{Client: c}.Answer(ctx, workflowID, a)
+	if err != nil && strings.Contains(err.Error(), "already completed") {
+		return contract.AnswerResult{Message: fmt.Sprintf("refused: session %s has already ended; escalation %s can no longer be answered", workflowID, a.EscalationID)}, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	if !res.Accepted && res.Message != "" {
+		res.Message = "refused: " + res.Message
+	}
+	return res, nil
+}
+
+func escalationsCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "escalations",
+		Short: "List pending escalations across running sessions",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
+				resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+					Query: fmt.Sprintf("%s = true AND ExecutionStatus = 'Running'", contract.PendingEscalationKey.GetName()),
+				})
+				if err != nil {
+					return fmt.Errorf("listing sessions waiting on a person: %w", err)
+				}
+				n := 0
+				for _, ex := range resp.GetExecutions() {
+					st, err := escalation.TemporalAnswerer{Client: c}.Status(ctx, ex.GetExecution().GetWorkflowId())
+					if err != nil || st.Escalation == nil || st.Escalation.Answer != nil {
+						continue
+					}
+					n++
+					fmt.Fprintln(g.stdout, escalation.Text(*st.Escalation))
+				}
+				if n == 0 {
+					fmt.Fprintln(g.stdout, "no pending escalations")
+				}
+				return nil
+			})
+		},
+	}
+}

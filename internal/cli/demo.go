@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/keelrun/keel/internal/app"
+	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/devkit/demo"
+	"github.com/keelrun/keel/internal/devkit/fakegw"
+	"github.com/keelrun/keel/internal/devkit/flakymcp/flaky"
+	"github.com/keelrun/keel/internal/tools/mcp"
+)
+
+// InjectModes are the faults `demo --inject` accepts: gateway faults, model behaviours and tool
+// hooks of the fake gateway and the tools.
+var InjectModes = fakegw.Modes
+
+const demoTask = "The tests of the Go package in the work directory fail. Find the bug, fix it, and make `go test ./...` pass."
+
+func addLimitFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.String("max-turns", "", "stop after this many turns (limits.max_turns)")
+	f.String("max-duration", "", "stop after this much time, e.g. 90s (limits.max_duration)")
+	f.String("max-tokens", "", "stop once this many tokens were used (limits.max_tokens)")
+	f.String("provider", "", "model provider wire format: openai or anthropic (gateway.provider)")
+	f.String("model", "", "model alias (gateway.model)")
+}
+
+func demoCmd(g *globals) *cobra.Command {
+	var inject, output string
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the built-in demo: a scripted model fixes a failing Go test in a fresh workspace",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if inject != "" && !slices.Contains(InjectModes, inject) {
+				return usageErr("--inject %q is not one of: %s", inject, strings.Join(InjectModes, ", "))
+			}
+			p, err := newPrinter(output, g.stdout)
+			if err != nil {
+				return err
+			}
+			cfg, err := g.load(cmd, map[string]any{"gateway.fake": true})
+			if err != nil {
+				return err
+			}
+			return runDemo(cmd.Context(), g, cfg, p, inject, output)
+		},
+	}
+	cmd.Flags().StringVar(&inject, "inject", "", "inject a fault: "+strings.Join(InjectModes, ", "))
+	cmd.Flags().StringVar(&output, "output", "text", "text or jsonl")
+	addLimitFlags(cmd)
+	return cmd
+}
+
+func runDemo(ctx context.Context, g *globals, cfg config.Config, p printer, inject, output string) error {
+	stack, err := app.StartStack(ctx, cfg, g.stderr)
+	if err != nil {
+		return err
+	}
+	defer stack.Close()
+	c, err := app.Dial(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := app.EnsureSearchAttributes(ctx, c, cfg.Temporal.Namespace); err != nil {
+		return err
+	}
+	if inject == "breaker" {
+		stopMCP, err := serveFlakyMCP(&cfg)
+		if err != nil {
+			return err
+		}
+		defer stopMCP()
+	}
+	stop, err := app.StartWorker(ctx, c, cfg, stack.GatewayURL(cfg.Gateway.Provider))
+	if err != nil {
+		return err
+	}
+	defer stop()
+
+	wid := newWorkflowID("demo")
+	workdir, err := filepath.Abs(filepath.Join(cfg.Dev.StateDir, "demo", wid))
+	if err != nil {
+		return fmt.Errorf("resolving the demo workspace: %w", err)
+	}
+	if err := demo.CopyWorkspace(workdir); err != nil {
+		return fmt.Errorf("copying the demo workspace: %w", err)
+	}
+	p.info("workspace: " + workdir)
+	sum, err := startSession(ctx, c, cfg, sessionSpec{workflowID: wid, task: demoTask, workdir: workdir, inject: inject, output: output}, p)
+	if err != nil {
+		return err
+	}
+	if stack.Server != nil {
+		p.info(fmt.Sprintf("this run's dev server kept the session in %s; `go run ./starter dev` serves it again at %s", stack.DBFile, uiLink(cfg, wid)))
+	}
+	// The summary is the last line: --output jsonl readers take it as the end.
+	p.summary(sum)
+	if code := exitCode(sum.Status); code != ExitOK {
+		return &exitError{code: code}
+	}
+	return nil
+}
+
+// serveFlakyMCP serves, for the breaker fault, an MCP server whose flaky_lookup always fails, and
+// configures it with read_file as the fallback the model is offered once its breaker opens.
+func serveFlakyMCP(cfg *config.Config) (func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("serving the flaky MCP server: %w", err)
+	}
+	srv := &http.Server{Handler: flaky.Handler(flaky.NewServer(nil)), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	cfg.MCP = append(cfg.MCP, mcp.ServerConfig{Name: "flaky", URL: "http://" + ln.Addr().String() + "/mcp"})
+	if cfg.Tools.Fallbacks == nil {
+		cfg.Tools.Fallbacks = map[string]string{}
+	}
+	cfg.Tools.Fallbacks[fakegw.FlakyTool] = "read_file"
+	return func() { _ = srv.Close() }, nil
+}

@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/keelrun/keel/escalation"
+	"github.com/keelrun/keel/internal/contract"
+)
+
+// printer shows a session to the user, as text for people or as one JSON object per line.
+type printer interface {
+	event(e contract.Event)
+	info(line string)
+	summary(s contract.Summary)
+}
+
+func newPrinter(output string, w io.Writer) (printer, error) {
+	switch output {
+	case "", "text":
+		return &textPrinter{w: w}, nil
+	case "jsonl":
+		return &jsonPrinter{enc: json.NewEncoder(w)}, nil
+	default:
+		return nil, usageErr("--output %q is not one of text, jsonl", output)
+	}
+}
+
+// textPrinter writes deltas as they arrive and one line per other event.
+type textPrinter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	midRow bool
+}
+
+func (t *textPrinter) line(s string) {
+	if t.midRow {
+		fmt.Fprintln(t.w)
+		t.midRow = false
+	}
+	fmt.Fprintln(t.w, s)
+}
+
+func (t *textPrinter) event(e contract.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch e.Event {
+	case contract.EventDelta:
+		fmt.Fprint(t.w, e.Text)
+		t.midRow = !strings.HasSuffix(e.Text, "\n")
+	case contract.EventToolCall:
+		t.line(fmt.Sprintf("→ %s %s", e.Tool, clip(e.Arguments, 160)))
+	case contract.EventToolResult:
+		mark := "✓"
+		if e.IsError {
+			mark = "✗"
+		}
+		t.line(fmt.Sprintf("  %s %s", mark, firstLines(e.Text, 3)))
+	case contract.EventMessage:
+		switch {
+		case e.Class == contract.RoleTool:
+			t.line(fmt.Sprintf("  [%s result] %s", e.Tool, firstLines(e.Text, 3)))
+		case e.Arguments != "":
+			t.line(fmt.Sprintf("[%s] %s → %s", e.Class, e.Text, clip(e.Arguments, 160)))
+		default:
+			t.line(fmt.Sprintf("[%s] %s", e.Class, firstLines(e.Text, 6)))
+		}
+	case contract.EventEscalation:
+		if e.Escalation != nil {
+			t.line("! " + escalation.Text(*e.Escalation))
+		}
+	default:
+		t.line(fmt.Sprintf("• %s: %s", e.Event, e.Text))
+	}
+}
+
+func (t *textPrinter) info(s string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.line("keel: " + s)
+}
+
+func (t *textPrinter) summary(s contract.Summary) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.line(fmt.Sprintf("\n%s · %d turns · %d tool calls (%d blocked) · %d tokens · model calls %d, attempts %d",
+		s.Status, s.Turns, s.ToolCalls, s.BlockedCalls, s.Tokens, s.GatewayCalls, s.GatewayAttempts))
+	if s.Reason != "" {
+		t.line("reason: " + s.Reason)
+	}
+}
+
+// jsonPrinter writes one JSON object per event and closes with the summary.
+type jsonPrinter struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+func (j *jsonPrinter) event(e contract.Event) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	_ = j.enc.Encode(e)
+}
+
+func (j *jsonPrinter) info(s string) {
+	j.event(contract.Event{Event: contract.EventNotice, Text: s})
+}
+
+func (j *jsonPrinter) summary(s contract.Summary) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	_ = j.enc.Encode(struct {
+		Event string `json:"event"`
+		contract.Summary
+	}{contract.EventSummary, s})
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) <= n {
+		return strings.Join(lines, "\n    ")
+	}
+	return strings.Join(lines[:n], "\n    ") + fmt.Sprintf("\n    … (%d more lines)", len(lines)-n)
+}

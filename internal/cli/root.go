@@ -1,0 +1,113 @@
+// Package cli is the starter's command line: demo, run, dev, and the commands that steer running
+// sessions (cancel, answer, escalations). starter/main.go only calls Main.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/keelrun/keel/internal/config"
+)
+
+// Exit statuses of the starter.
+const (
+	ExitOK        = 0
+	ExitFailure   = 1
+	ExitUsage     = 2
+	ExitLimit     = 3
+	ExitCancelled = 130
+)
+
+// exitError carries an exit status out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func usageErr(format string, args ...any) error {
+	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// globals are the flags every command shares.
+type globals struct {
+	configPath string
+	stdout     io.Writer
+	stderr     io.Writer
+}
+
+// load reads the configuration with this command's flags applied; a bad value is a usage error.
+func (g *globals) load(cmd *cobra.Command, overrides map[string]any) (config.Config, error) {
+	cfg, err := config.Load(g.configPath, cmd.Flags(), overrides)
+	if err != nil {
+		return config.Config{}, &exitError{code: ExitUsage, err: err}
+	}
+	return cfg, nil
+}
+
+// Main runs the starter with args and returns its exit status.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	g := &globals{stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:           "starter",
+		Short:         "Start, watch and steer Keel agent sessions",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetArgs(args)
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.configPath, "config", "", "configuration file (default keel.yaml in the working directory, or $KEEL_CONFIG)")
+	pf.String("temporal-address", "", "Temporal frontend host:port (temporal.address)")
+	pf.String("namespace", "", "Temporal namespace (temporal.namespace)")
+	pf.String("state-dir", "", "folder for the dev server's state and the local store (dev.state_dir)")
+	root.AddCommand(demoCmd(g), runCmd(g), devCmd(g), cancelCmd(g), answerCmd(g), escalationsCmd(g), gatewayCmd(g),
+		attemptsCmd(g), watchCmd(g), forkCmd(g), selftestCmd(g), approveCmd(g))
+
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(stderr, "starter:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "starter:", err)
+	if isUsage(err) {
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+// isUsage recognises cobra's own argument and flag errors.
+func isUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires ", "invalid argument", "flag needs"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// stdinIsTerminal reports whether the starter talks to a person at a terminal.
+func stdinIsTerminal() bool {
+	fi, err := os.Stdin.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,162 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/keelrun/keel/internal/app"
+	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/fakegw"
+)
+
+func runCmd(g *globals) *cobra.Command {
+	var dev bool
+	var workdir, output string
+	var job contract.JobKey
+	cmd := &cobra.Command{
+		Use:   "run [--dev] [--workdir DIR] TASK",
+		Short: "Run a task with the configured provider",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := newPrinter(output, g.stdout)
+			if err != nil {
+				return err
+			}
+			cfg, err := g.load(cmd, nil)
+			if err != nil {
+				return err
+			}
+			abs, err := filepath.Abs(workdir)
+			if err != nil {
+				return usageErr("--workdir %q: %v", workdir, err)
+			}
+			if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+				return usageErr("--workdir %q is not a directory", workdir)
+			}
+			ctx := cmd.Context()
+			if dev {
+				stop, err := startDevWorker(ctx, g, cfg)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
+			c, err := app.Dial(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			spec := sessionSpec{workflowID: newWorkflowID("run"), task: args[0], workdir: abs, output: output}
+			if job.Repository != "" {
+				job.Model = cfg.Gateway.Model
+				spec.workflowID, spec.job = job.WorkflowID(), true
+			}
+			sum, err := startSession(ctx, c, cfg, spec, p)
+			if err != nil {
+				return err
+			}
+			p.summary(sum)
+			if code := exitCode(sum.Status); code != ExitOK {
+				return &exitError{code: code}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&job.Repository, "repo", "", "job key: repository; with it, a second start of the same job attaches to the first")
+	cmd.Flags().StringVar(&job.Commit, "commit", "", "job key: commit")
+	cmd.Flags().StringVar(&job.Path, "path", "", "job key: path in the repository")
+	cmd.Flags().StringVar(&job.PromptVersion, "prompt-version", "v1", "job key: prompt version")
+	cmd.Flags().BoolVar(&dev, "dev", false, "bring up a local dev server and an in-process worker if none is running")
+	cmd.Flags().StringVar(&workdir, "workdir", ".", "the work directory the tools are confined to")
+	cmd.Flags().StringVar(&output, "output", "text", "text or jsonl")
+	addLimitFlags(cmd)
+	cmd.Flags().String("base-url", "", "provider base URL (gateway.base_url)")
+	return cmd
+}
+
+// startDevWorker brings up the dev stack and a worker in this process.
+func startDevWorker(ctx context.Context, g *globals, cfg config.Config) (func(), error) {
+	stack, err := app.StartStack(ctx, cfg, g.stderr)
+	if err != nil {
+		return nil, err
+	}
+	c, err := app.Dial(ctx, cfg)
+	if err != nil {
+		stack.Close()
+		return nil, err
+	}
+	if err := app.EnsureSearchAttributes(ctx, c, cfg.Temporal.Namespace); err != nil {
+		c.Close()
+		stack.Close()
+		return nil, err
+	}
+	url := ""
+	if cfg.Gateway.Fake {
+		url = stack.GatewayURL(cfg.Gateway.Provider)
+	}
+	stop, err := app.StartWorker(ctx, c, cfg, url)
+	if err != nil {
+		c.Close()
+		stack.Close()
+		return nil, err
+	}
+	return func() { stop(); c.Close(); stack.Close() }, nil
+}
+
+func devCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run the dev server, a worker and the fake gateway in the foreground until Ctrl+C",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := g.load(cmd, map[string]any{"gateway.fake": true})
+			if err != nil {
+				return err
+			}
+			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer cancel()
+			stop, err := startDevWorker(ctx, g, cfg)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			fmt.Fprintf(g.stdout, "keel: dev stack ready: Temporal %s, Web UI %s, task queue %s. Ctrl+C stops it.\n",
+				cfg.Temporal.Address, cfg.Temporal.UIURL, cfg.Temporal.TaskQueue)
+			<-ctx.Done()
+			fmt.Fprintln(g.stdout, "keel: stopping the dev stack")
+			return nil
+		},
+	}
+	addLimitFlags(cmd)
+	return cmd
+}
+
+func gatewayCmd(g *globals) *cobra.Command {
+	var listen string
+	cmd := &cobra.Command{
+		Use:   "gateway",
+		Short: "Serve the fake model gateway (OpenAI and Anthropic wire formats) until Ctrl+C",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer cancel()
+			gw := fakegw.New(fakegw.Options{})
+			if err := gw.Start(listen); err != nil {
+				return fmt.Errorf("starting the fake gateway on %s: %w", listen, err)
+			}
+			defer gw.Close()
+			fmt.Fprintf(g.stdout, "keel: fake gateway on %s (OpenAI base URL %s/v1, Anthropic base URL %s)\n", gw.BaseURL(), gw.BaseURL(), gw.BaseURL())
+			<-ctx.Done()
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8089", "address to listen on")
+	return cmd
+}

@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/keelrun/keel/internal/app"
+	"github.com/keelrun/keel/internal/devkit/selftest"
+)
+
+func selftestCmd(g *globals) *cobra.Command {
+	var parallel int
+	cmd := &cobra.Command{
+		Use:   "selftest",
+		Short: "Run every fault-matrix row (gateway, tools, limits, cancellation), each in a fresh process",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := g.load(cmd, map[string]any{"gateway.fake": true})
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			stack, err := app.StartStack(ctx, cfg, g.stderr)
+			if err != nil {
+				return err
+			}
+			defer stack.Close()
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("finding the starter's own binary: %w", err)
+			}
+			env := append(os.Environ(), "KEEL_TEMPORAL_ADDRESS="+cfg.Temporal.Address)
+			if selftest.Run(ctx, exe, env, selftest.Rows(), parallel, g.stdout) > 0 {
+				return &exitError{code: ExitFailure}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&parallel, "parallel", 4, "rows run at the same time")
+	return cmd
+}

@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/events"
+)
+
+// sessionSpec is what the demo and run commands start.
+type sessionSpec struct {
+	workflowID string
+	task       string
+	workdir    string
+	inject     string
+	output     string
+	// job is true when the workflow ID comes from a job key: a finished job is not run again.
+	job bool
+	// input, when set, is started as it is (a fork carries another session's state); task then
+	// only labels the session in the Web UI.
+	input *contract.SessionInput
+}
+
+// startSession starts (or, for the same workflow ID, attaches to) a session, follows it until it
+// ends and returns its summary with the exit status it maps to.
+func startSession(ctx context.Context, c client.Client, cfg config.Config, spec sessionSpec, p printer) (contract.Summary, error) {
+	sink, err := events.Listen(cfg.Events.Host)
+	if err != nil {
+		return contract.Summary{}, err
+	}
+	defer sink.Close()
+
+	in := sessionInput(cfg, spec)
+	in.Sinks = []string{sink.URL()}
+	opts := client.StartWorkflowOptions{
+		ID:                       spec.workflowID,
+		TaskQueue:                cfg.Temporal.TaskQueue,
+		StaticSummary:            clip(spec.task, 200),
+		StaticDetails:            staticDetails(in),
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(contract.StatusKey.ValueSet(contract.StatusRunning)),
+	}
+	if spec.job {
+		opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
+	}
+	run, err := c.ExecuteWorkflow(ctx, opts, contract.SessionWorkflow, in)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	switch {
+	case errors.As(err, &started) && spec.job:
+		// The job already ran: return that run's result instead of running it twice.
+		run = c.GetWorkflow(ctx, spec.workflowID, "")
+		p.info(fmt.Sprintf("job %s already ran; its result follows", spec.workflowID))
+	case err != nil:
+		return contract.Summary{}, fmt.Errorf("starting the session: %w", err)
+	default:
+		// A second starter of the same running job attaches to it: ask for its live events too.
+		_ = c.SignalWorkflow(ctx, run.GetID(), "", contract.SignalAttachSink, contract.AttachSink{URL: sink.URL()})
+	}
+	p.info(fmt.Sprintf("session %s started; Web UI: %s", run.GetID(), uiLink(cfg, run.GetID())))
+	f := &follower{c: c, workflowID: run.GetID(), p: p, sink: sink, interactive: spec.output == "text" && stdinIsTerminal()}
+	return f.follow(ctx, run)
+}
+
+// sessionInput is what a new session starts with: the spec's own input, or one built from the
+// configuration.
+func sessionInput(cfg config.Config, spec sessionSpec) contract.SessionInput {
+	if spec.input != nil {
+		return *spec.input
+	}
+	return contract.SessionInput{
+		Task:         spec.task,
+		SystemPrompt: systemPrompt,
+		Workdir:      spec.workdir,
+		Model:        cfg.Gateway.Model,
+		Limits:       cfg.Limits,
+		Policy:       cfg.Tools,
+		Retry:        cfg.Gateway.Retry,
+		Inject:       spec.inject,
+		Escalation:   cfg.Escalation.EscalationPolicy,
+		TurnsPerRun:  cfg.Temporal.TurnsPerRun,
+	}
+}
+
+const systemPrompt = "You are a careful software engineer working in a sandboxed work directory. Use the tools to inspect, change and test code. When a tool call fails, read the feedback and do what it says. Answer briefly when the task is done."
+
+func staticDetails(in contract.SessionInput) string {
+	return fmt.Sprintf("**Task**\n\n%s\n\n**Work directory** `%s` · **model** %s · **limits** %d turns, %s, %d tokens",
+		in.Task, in.Workdir, in.Model, in.Limits.MaxTurns, in.Limits.MaxDuration, in.Limits.MaxTokens)
+}
+
+func uiLink(cfg config.Config, workflowID string) string {
+	return fmt.Sprintf("%s/namespaces/%s/workflows/%s", cfg.Temporal.UIURL, cfg.Temporal.Namespace, workflowID)
+}
+
+// exitCode maps a session's final status to the starter's exit status.
+func exitCode(status string) int {
+	switch status {
+	case contract.StatusCompleted:
+		return ExitOK
+	case contract.StatusLimit:
+		return ExitLimit
+	case contract.StatusCancelled:
+		return ExitCancelled
+	default:
+		return ExitFailure
+	}
+}
+
+// newWorkflowID names a session that has no job key: readable, sortable, unique.
+func newWorkflowID(kind string) string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("keel-%s-%s-%s", kind, time.Now().UTC().Format("20060102-150405"), hex.EncodeToString(b))
+}
+
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

@@ -1,0 +1,218 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/keelrun/keel/internal/app"
+	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/events"
+	"github.com/keelrun/keel/internal/store"
+)
+
+func watchCmd(g *globals) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "watch WORKFLOW_ID",
+		Short: "Re-attach to a session from any terminal: the transcript so far, then live events",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := newPrinter(output, g.stdout)
+			if err != nil {
+				return err
+			}
+			return withStore(g, cmd, func(ctx context.Context, cfg config.Config, c client.Client, st store.Store) error {
+				wid := args[0]
+				tr, err := readTranscript(ctx, c, st, wid)
+				if err != nil {
+					return err
+				}
+				for _, m := range tr {
+					p.event(messageEvent(m))
+				}
+				sink, err := events.Listen(cfg.Events.Host)
+				if err != nil {
+					return err
+				}
+				defer sink.Close()
+				if err := c.SignalWorkflow(ctx, wid, "", contract.SignalAttachSink, contract.AttachSink{URL: sink.URL()}); err != nil {
+					p.info("the session is not running; its transcript is above")
+				}
+				f := &follower{c: c, workflowID: wid, p: p, sink: sink, interactive: output == "text" && stdinIsTerminal()}
+				sum, err := f.follow(ctx, c.GetWorkflow(ctx, wid, ""))
+				if err != nil {
+					return err
+				}
+				p.summary(sum)
+				return exitFor(sum)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&output, "output", "text", "text or jsonl")
+	return cmd
+}
+
+func forkCmd(g *globals) *cobra.Command {
+	var output string
+	var turn int
+	var edits []string
+	cmd := &cobra.Command{
+		Use:   "fork WORKFLOW_ID --turn N [--edit CALL_ID=TEXT]",
+		Short: "Start a new session from the first N turns of another, re-running none of their tools",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := newPrinter(output, g.stdout)
+			if err != nil {
+				return err
+			}
+			if turn < 0 {
+				return usageErr("--turn must be 0 or more")
+			}
+			return withStore(g, cmd, func(ctx context.Context, cfg config.Config, c client.Client, st store.Store) error {
+				in, err := startedInput(ctx, c, args[0])
+				if err != nil {
+					return err
+				}
+				msgs, err := readTranscript(ctx, c, st, args[0])
+				if err != nil {
+					return err
+				}
+				prefix, err := forkPrefix(msgs, turn, edits)
+				if err != nil {
+					return &exitError{code: ExitUsage, err: err}
+				}
+				head, err := st.Append(ctx, "", prefix)
+				if err != nil {
+					return err
+				}
+				in.Carry = &contract.SessionState{Head: head, Turns: turn, StartedAt: time.Now()}
+				in.Inject = ""
+				wid := newWorkflowID("fork")
+				p.info(fmt.Sprintf("forked %s at turn %d as %s", args[0], turn, wid))
+				sum, err := startSession(ctx, c, cfg, sessionSpec{workflowID: wid, task: "fork: " + in.Task, output: output, input: &in}, p)
+				if err != nil {
+					return err
+				}
+				p.summary(sum)
+				return exitFor(sum)
+			})
+		},
+	}
+	cmd.Flags().IntVar(&turn, "turn", 0, "keep the transcript up to the end of this turn")
+	cmd.Flags().StringArrayVar(&edits, "edit", nil, "replace the result of one tool call in the copy: CALL_ID=TEXT")
+	cmd.Flags().StringVar(&output, "output", "text", "text or jsonl")
+	return cmd
+}
+
+// withStore is withClient plus the transcript store the workers write to.
+func withStore(g *globals, cmd *cobra.Command, f func(ctx context.Context, cfg config.Config, c client.Client, st store.Store) error) error {
+	return withConfig(g, cmd, func(ctx context.Context, cfg config.Config, c client.Client) error {
+		st, err := app.OpenStore(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		return f(ctx, cfg, c, st)
+	})
+}
+
+// readTranscript is a session's whole transcript: what the store holds, then what is pending.
+func readTranscript(ctx context.Context, c client.Client, st store.Store, wid string) ([]contract.Message, error) {
+	v, err := c.QueryWorkflow(ctx, wid, "", contract.QueryTranscript)
+	if err != nil {
+		return nil, fmt.Errorf("querying the transcript of %s: %w", wid, err)
+	}
+	var tr contract.Transcript
+	if err := v.Get(&tr); err != nil {
+		return nil, fmt.Errorf("decoding the transcript of %s: %w", wid, err)
+	}
+	msgs, err := st.Load(ctx, tr.Head)
+	if err != nil {
+		return nil, fmt.Errorf("loading the transcript of %s from the store (is the starter using the workers' store?): %w", wid, err)
+	}
+	return append(msgs, tr.Pending...), nil
+}
+
+// forkPrefix keeps the messages before the (turn+1)-th model reply and applies the edits.
+func forkPrefix(msgs []contract.Message, turn int, edits []string) ([]contract.Message, error) {
+	replies := 0
+	cut := len(msgs)
+	for i, m := range msgs {
+		if m.Role == contract.RoleAssistant && m.Note == "" {
+			replies++
+			if replies == turn+1 {
+				cut = i
+				break
+			}
+		}
+	}
+	if replies < turn {
+		return nil, fmt.Errorf("--turn %d: the session has only %d turns", turn, replies)
+	}
+	prefix := append([]contract.Message(nil), msgs[:cut]...)
+	for _, e := range edits {
+		id, text, ok := strings.Cut(e, "=")
+		if !ok {
+			return nil, fmt.Errorf("--edit %q: want CALL_ID=TEXT", e)
+		}
+		found := false
+		for i := range prefix {
+			if prefix[i].Role == contract.RoleTool && prefix[i].ToolCallID == id {
+				prefix[i].Content, prefix[i].IsError, found = text, false, true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("--edit: no tool result for call %q in the first %d turns", id, turn)
+		}
+	}
+	return prefix, nil
+}
+
+// startedInput reads the input a session was started with from its history.
+func startedInput(ctx context.Context, c client.Client, wid string) (contract.SessionInput, error) {
+	var in contract.SessionInput
+	it := c.GetWorkflowHistory(ctx, wid, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !it.HasNext() {
+		return in, fmt.Errorf("session %s has no history", wid)
+	}
+	ev, err := it.Next()
+	if err != nil {
+		return in, fmt.Errorf("reading the history of %s: %w", wid, err)
+	}
+	a := ev.GetWorkflowExecutionStartedEventAttributes()
+	if a == nil {
+		return in, fmt.Errorf("session %s: the first event is not its start", wid)
+	}
+	if err := converter.GetDefaultDataConverter().FromPayloads(a.GetInput(), &in); err != nil {
+		return in, fmt.Errorf("decoding the input of %s: %w", wid, err)
+	}
+	return in, nil
+}
+
+// messageEvent shows one transcript message as an event.
+func messageEvent(m contract.Message) contract.Event {
+	e := contract.Event{Event: contract.EventMessage, Text: m.Content, Tool: m.Name, CallID: m.ToolCallID, IsError: m.IsError}
+	if len(m.ToolCalls) > 0 {
+		var calls []string
+		for _, tc := range m.ToolCalls {
+			calls = append(calls, tc.Name+" "+tc.Arguments)
+		}
+		e.Arguments = strings.Join(calls, "; ")
+	}
+	e.Class = m.Role
+	return e
+}
+
+func exitFor(sum contract.Summary) error {
+	if code := exitCode(sum.Status); code != ExitOK {
+		return &exitError{code: code}
+	}
+	return nil
+}

@@ -1,0 +1,101 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "keel.yaml")
+	if err := os.WriteFile(file, []byte("limits:\n  max_turns: 7\ngateway:\n  api_key: from-file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		env   map[string]string
+		flags []string
+		file  string
+		check func(t *testing.T, c Config)
+		key   string // want an error naming this key
+	}{
+		{name: "defaults with the fake gateway", env: map[string]string{"KEEL_GATEWAY_FAKE": "true"}, check: func(t *testing.T, c Config) {
+			if c.Temporal.Address != "127.0.0.1:7233" || c.Limits.MaxDuration != 30*time.Minute || c.Gateway.Retry.Base != 400*time.Millisecond {
+				t.Fatalf("defaults: %+v", c)
+			}
+		}},
+		{name: "file then env then flag", file: file, env: map[string]string{"KEEL_LIMITS_MAX_TOKENS": "900"}, flags: []string{"--max-duration", "3s"}, check: func(t *testing.T, c Config) {
+			if c.Limits.MaxTurns != 7 || c.Limits.MaxTokens != 900 || c.Limits.MaxDuration != 3*time.Second || c.Gateway.APIKey != "from-file" {
+				t.Fatalf("precedence: %+v", c.Limits)
+			}
+		}},
+		{name: "TEMPORAL_ADDRESS is honoured", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "TEMPORAL_ADDRESS": "10.0.0.1:7233"}, check: func(t *testing.T, c Config) {
+			if c.Temporal.Address != "10.0.0.1:7233" {
+				t.Fatalf("address %q", c.Temporal.Address)
+			}
+		}},
+		{name: "KEEL_ wins over TEMPORAL_", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "TEMPORAL_ADDRESS": "a:1", "KEEL_TEMPORAL_ADDRESS": "b:2"}, check: func(t *testing.T, c Config) {
+			if c.Temporal.Address != "b:2" {
+				t.Fatalf("address %q", c.Temporal.Address)
+			}
+		}},
+		{name: "unknown provider", env: map[string]string{"KEEL_GATEWAY_PROVIDER": "bogus", "KEEL_GATEWAY_FAKE": "1"}, key: "gateway.provider"},
+		{name: "bad duration", env: map[string]string{"KEEL_GATEWAY_FAKE": "1"}, flags: []string{"--max-duration", "soon"}, key: "limits.max_duration"},
+		{name: "negative turns", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_LIMITS_MAX_TURNS": "-1"}, key: "limits.max_turns"},
+		{name: "missing api key", key: "gateway.api_key"},
+		{name: "postgres without dsn", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_STORE_BACKEND": "postgres"}, key: "store.dsn"},
+		{name: "unknown channel", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_ESCALATION_CHANNELS": "pager"}, key: "escalation.channels"},
+		{name: "slack without token", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_ESCALATION_CHANNELS": "slack"}, key: "escalation.slack.bot_token"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			for _, k := range []string{"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "KEEL_CONFIG"} {
+				t.Setenv(k, "")
+				os.Unsetenv(k)
+			}
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+			fs.String("max-duration", "", "")
+			if err := fs.Parse(c.flags); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := Load(c.file, fs, nil)
+			if c.key != "" {
+				if err == nil || !IsError(err) || !strings.Contains(err.Error(), c.key) {
+					t.Fatalf("want a config error naming %s, got %v", c.key, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.check(t, cfg)
+		})
+	}
+}
+
+func TestUnknownKeyInFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "keel.yaml")
+	if err := os.WriteFile(file, []byte("limits:\n  max_turnz: 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(file, nil, map[string]any{"gateway.fake": true})
+	if err == nil || !strings.Contains(err.Error(), "limits.max_turnz") {
+		t.Fatalf("want an error naming limits.max_turnz, got %v", err)
+	}
+}
+
+func TestExampleFileHasEveryKey(t *testing.T) {
+	_, err := Load(filepath.Join("..", "..", "keel.example.yaml"), nil, map[string]any{"gateway.fake": true})
+	if err != nil {
+		t.Fatalf("the committed example does not load: %v", err)
+	}
+}

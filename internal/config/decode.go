@@ -1,0 +1,191 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/viper"
+
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/tools/breaker"
+)
+
+// decoder collects typed values from viper and stops at the first bad one.
+type decoder struct {
+	v   *viper.Viper
+	err error
+}
+
+func (d *decoder) dur(key string) time.Duration {
+	if d.err != nil {
+		return 0
+	}
+	got, err := duration(d.v, key)
+	d.err = err
+	return got
+}
+
+func (d *decoder) integer(key string) int64 {
+	if d.err != nil {
+		return 0
+	}
+	raw := strings.TrimSpace(d.v.GetString(key))
+	if raw == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < 0 {
+		d.err = &Error{Key: key, Msg: fmt.Sprintf("%q is not a whole number of zero or more", raw)}
+	}
+	return n
+}
+
+func (d *decoder) oneOf(key string, allowed ...string) string {
+	val := strings.ToLower(strings.TrimSpace(d.v.GetString(key)))
+	if d.err == nil && !slices.Contains(allowed, val) {
+		d.err = &Error{Key: key, Msg: fmt.Sprintf("%q is not one of %s", val, strings.Join(allowed, ", "))}
+	}
+	return val
+}
+
+func (d *decoder) list(key string) []string {
+	var out []string
+	for _, s := range d.v.GetStringSlice(key) {
+		for _, part := range strings.Split(s, ",") {
+			if p := strings.TrimSpace(part); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func decode(v *viper.Viper) (Config, error) {
+	d := &decoder{v: v}
+	var c Config
+	c.Temporal = Temporal{
+		Address:   v.GetString("temporal.address"),
+		Namespace: v.GetString("temporal.namespace"),
+		TaskQueue: v.GetString("temporal.task_queue"),
+		UIURL:     strings.TrimRight(v.GetString("temporal.ui_url"), "/"),
+	}
+	c.Temporal.TurnsPerRun = int(d.integer("temporal.turns_per_run"))
+	c.Dev = Dev{StateDir: v.GetString("dev.state_dir"), UIPort: int(d.integer("dev.ui_port"))}
+	c.Gateway = Gateway{
+		Provider: d.oneOf("gateway.provider", "openai", "anthropic"),
+		BaseURL:  v.GetString("gateway.base_url"),
+		APIKey:   v.GetString("gateway.api_key"),
+		Model:    v.GetString("gateway.model"),
+		Fake:     v.GetBool("gateway.fake"),
+		Retry:    contract.RetryConfig{Base: d.dur("gateway.retry.base"), Cap: d.dur("gateway.retry.cap")},
+	}
+	c.Limits = contract.Limits{
+		MaxTurns:    int(d.integer("limits.max_turns")),
+		MaxDuration: d.dur("limits.max_duration"),
+		MaxTokens:   d.integer("limits.max_tokens"),
+	}
+	c.Tools = contract.ToolPolicy{
+		Approval:        d.oneOf("tools.approval", "never", "writes", "always"),
+		Allow:           d.list("tools.allow"),
+		Deny:            d.list("tools.deny"),
+		Commands:        d.list("tools.commands"),
+		CommandTimeout:  d.dur("tools.command_timeout"),
+		ApprovalTimeout: d.dur("tools.approval_timeout"),
+	}
+	c.Tools.Breaker = breaker.Config{
+		Failures: int(d.integer("tools.breaker.failures")),
+		Window:   d.dur("tools.breaker.window"),
+		Cooldown: d.dur("tools.breaker.cooldown"),
+	}
+	c.Tools.Fallbacks = v.GetStringMapString("tools.fallbacks")
+	c.OutputCap = int(d.integer("tools.output_cap"))
+	c.EffectLog = v.GetString("tools.effect_log")
+	if err := v.UnmarshalKey("mcp.servers", &c.MCP); err != nil && d.err == nil {
+		d.err = &Error{Key: "mcp.servers", Msg: "want a list of {name, command: [...]} or {name, url}: " + err.Error()}
+	}
+	for _, s := range c.MCP {
+		if d.err == nil && (s.Name == "" || (len(s.Command) == 0) == (s.URL == "")) {
+			d.err = &Error{Key: "mcp.servers", Msg: fmt.Sprintf("server %q needs a name and exactly one of command or url", s.Name)}
+		}
+	}
+	c.Store = Store{Backend: d.oneOf("store.backend", "file", "postgres"), Path: v.GetString("store.path"), DSN: v.GetString("store.dsn")}
+	if c.Store.Path == "" {
+		c.Store.Path = filepath.Join(c.Dev.StateDir, "store")
+	}
+	c.Escalation = Escalation{
+		EscalationPolicy: contract.EscalationPolicy{
+			Deadline:      d.dur("escalation.deadline"),
+			DefaultAction: d.oneOf("escalation.default_action", contract.ActionAbort, contract.ActionRetry),
+			Channels:      d.list("escalation.channels"),
+			UIBase:        c.Temporal.UIURL,
+		},
+		Slack: Slack{
+			BotToken: v.GetString("escalation.slack.bot_token"), SigningSecret: v.GetString("escalation.slack.signing_secret"),
+			Channel: v.GetString("escalation.slack.channel"), TeamID: v.GetString("escalation.slack.team_id"),
+			Approvers: d.list("escalation.slack.approvers"), Listen: v.GetString("escalation.slack.listen"),
+			APIURL: v.GetString("escalation.slack.api_url"),
+		},
+		GitHub: GitHub{
+			Token: v.GetString("escalation.github.token"), BaseURL: v.GetString("escalation.github.base_url"),
+			Repo: v.GetString("escalation.github.repo"), PR: int(d.integer("escalation.github.pr")),
+		},
+		Webhook: Webhook{URL: v.GetString("escalation.webhook.url"), Secret: v.GetString("escalation.webhook.secret")},
+	}
+	c.Metrics = Metrics{Address: v.GetString("metrics.address")}
+	c.Events = Events{Host: v.GetString("events.host")}
+	if d.err != nil {
+		return Config{}, d.err
+	}
+	return c, c.check()
+}
+
+// check validates relations between keys.
+func (c Config) check() error {
+	if !c.Gateway.Fake && c.Gateway.APIKey == "" {
+		return &Error{Key: "gateway.api_key", Msg: fmt.Sprintf("required for provider %s (set KEEL_GATEWAY_API_KEY, or use the fake gateway)", c.Gateway.Provider)}
+	}
+	if c.Store.Backend == "postgres" && c.Store.DSN == "" {
+		return &Error{Key: "store.dsn", Msg: "required when store.backend is postgres"}
+	}
+	if c.Temporal.Address == "" {
+		return &Error{Key: "temporal.address", Msg: "must not be empty"}
+	}
+	for _, ch := range c.Escalation.Channels {
+		if err := c.checkChannel(ch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c Config) checkChannel(ch string) error {
+	need := func(key, val string) error {
+		if val == "" {
+			return &Error{Key: key, Msg: fmt.Sprintf("required when escalation.channels lists %s", ch)}
+		}
+		return nil
+	}
+	switch ch {
+	case "slack":
+		if err := need("escalation.slack.bot_token", c.Escalation.Slack.BotToken); err != nil {
+			return err
+		}
+		return need("escalation.slack.channel", c.Escalation.Slack.Channel)
+	case "github":
+		if err := need("escalation.github.token", c.Escalation.GitHub.Token); err != nil {
+			return err
+		}
+		return need("escalation.github.repo", c.Escalation.GitHub.Repo)
+	case "webhook":
+		if err := need("escalation.webhook.url", c.Escalation.Webhook.URL); err != nil {
+			return err
+		}
+		return need("escalation.webhook.secret", c.Escalation.Webhook.Secret)
+	default:
+		return &Error{Key: "escalation.channels", Msg: fmt.Sprintf("unknown channel %q (use slack, github or webhook)", ch)}
+	}
+}

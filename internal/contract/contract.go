@@ -1,0 +1,150 @@
+// Package contract is the one place where Keel's workflows, activities, worker, starter and
+// escalation channels agree on names and payloads. It imports nothing of Keel's but the pure
+// breaker state it carries, and does no I/O, so workflow code may use every part of it.
+package contract
+
+import (
+	"time"
+
+	"github.com/keelrun/keel/internal/tools/breaker"
+)
+
+// TaskQueue is the default task queue that workers poll and starters target.
+const TaskQueue = "keel"
+
+// Workflow type names. They are registered by name so that renaming a Go function never breaks a
+// running session's history.
+const (
+	SessionWorkflow = "AgentSession"
+	TurnWorkflow    = "AgentTurn"
+)
+
+// Activity type names.
+const (
+	CallModelActivity = "CallModel"
+	ListToolsActivity = "ListTools"
+	RunToolActivity   = "RunTool"
+	NotifyActivity    = "NotifyEscalation"
+)
+
+// Signal, update and query names of an AgentSession. Each answer path exists as an Update (so the
+// sender learns whether it was accepted) and as a signal (so it can be sent from the Web UI or
+// `temporal workflow signal`).
+const (
+	SignalCancel           = "cancel"
+	SignalAnswerEscalation = "answer_escalation_signal"
+	UpdateAnswerEscalation = "answer_escalation"
+	SignalAttachSink       = "attach_sink"
+	QueryStatus            = "status"
+	QueryTranscript        = "transcript"
+)
+
+// Session statuses, as they appear in the summary and the AgentStatus search attribute.
+const (
+	StatusRunning   = "running"
+	StatusWaiting   = "waiting" // on a person
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+	StatusLimit     = "limit"
+	StatusEscalated = "escalated"
+	StatusAborted   = "aborted"
+)
+
+// Limit names, as they appear in Summary.Limit.
+const (
+	LimitTurns    = "turns"
+	LimitDuration = "duration"
+	LimitTokens   = "tokens"
+)
+
+// Message roles.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one entry of a transcript in a provider-neutral shape. Provider clients translate it
+// to their wire format; the workflow only ever sees this.
+type Message struct {
+	Role       string     `json:"role"`
+	Content    string     `json:"content,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	// Name is the tool's name on a tool message.
+	Name string `json:"name,omitempty"`
+	// IsError marks a tool message that reports a failure, so providers that know the notion
+	// (Anthropic's is_error) can pass it on.
+	IsError bool `json:"is_error,omitempty"`
+	// Note marks a record Keel itself wrote into the transcript (a limit that tripped, an
+	// escalation answer) so a later turn or a resumed session knows why something happened.
+	Note string `json:"note,omitempty"`
+}
+
+// ToolCall is a model's request to run one tool. Arguments is kept as the raw text the model sent,
+// because repeat detection and argument repair both work on that text.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ToolSpec describes a tool to the model. Parameters is a JSON Schema object.
+type ToolSpec struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Parameters  []byte `json:"parameters"`
+	// Writes says the tool may change the world; approval policy "writes" gates these.
+	Writes bool `json:"writes,omitempty"`
+	// Server names the MCP server that serves the tool; empty for built-in tools.
+	Server string `json:"server,omitempty"`
+}
+
+// Usage counts tokens as the provider reported them. Tokens are counted, never priced.
+type Usage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+}
+
+// Total is input plus output tokens, the figure the token limit is checked against.
+func (u Usage) Total() int64 { return u.InputTokens + u.OutputTokens }
+
+// Add returns the sum of two usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens}
+}
+
+// Limits are the hard limits of one session. A zero value means "no limit" for that dimension.
+type Limits struct {
+	MaxTurns    int           `json:"max_turns,omitempty"`
+	MaxDuration time.Duration `json:"max_duration,omitempty"`
+	MaxTokens   int64         `json:"max_tokens,omitempty"`
+}
+
+// RetryConfig shapes the gateway's equal-jitter backoff. Zero values take the defaults
+// (base 400 ms, cap 8 s).
+type RetryConfig struct {
+	Base time.Duration `json:"base,omitempty"`
+	Cap  time.Duration `json:"cap,omitempty"`
+}
+
+// ToolPolicy decides which tool calls wait for a person and which commands may run at all.
+type ToolPolicy struct {
+	// Approval is "never", "writes" or "always".
+	Approval string `json:"approval,omitempty"`
+	// Allow lists tools that never need approval; Deny lists tools that are refused outright.
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
+	// Commands is the allow list of program names run_command may start; empty allows any.
+	Commands []string `json:"commands,omitempty"`
+	// ApprovalTimeout is how long an approval waits before the call is denied.
+	ApprovalTimeout time.Duration `json:"approval_timeout,omitempty"`
+	// CommandTimeout bounds one run_command call.
+	CommandTimeout time.Duration `json:"command_timeout,omitempty"`
+	// Breaker shapes the circuit breaker of every tool and MCP server.
+	Breaker breaker.Config `json:"breaker,omitzero"`
+	// Fallbacks names, per tool, the tool the model is offered while the first one's breaker is open.
+	Fallbacks map[string]string `json:"fallbacks,omitempty"`
+}

@@ -1,0 +1,127 @@
+package contract
+
+import (
+	"time"
+
+	"github.com/keelrun/keel/internal/tools/breaker"
+)
+
+// SessionInput starts one AgentSession. It is also the state carried across continue-as-new and
+// into a fork, through Carry.
+type SessionInput struct {
+	Task         string `json:"task"`
+	SystemPrompt string `json:"system_prompt,omitempty"`
+	// Workdir is the directory the tools are confined to, as the worker sees it.
+	Workdir string `json:"workdir"`
+	// Model is the model alias the gateway sends.
+	Model  string      `json:"model,omitempty"`
+	Limits Limits      `json:"limits"`
+	Policy ToolPolicy  `json:"policy"`
+	Retry  RetryConfig `json:"retry"`
+	// Sinks are URLs that activities post live events to (deltas, tool calls, retries).
+	Sinks []string `json:"sinks,omitempty"`
+	// Inject names a fault to inject (tests, demo and selftest only); empty in production.
+	Inject string `json:"inject,omitempty"`
+	// Escalation configures deadlines and the default action of escalations.
+	Escalation EscalationPolicy `json:"escalation"`
+	// TurnsPerRun, when set, continues the session as new after that many turns in one run, on top
+	// of whenever the server suggests it; it keeps every run's history small and bounded.
+	TurnsPerRun int `json:"turns_per_run,omitempty"`
+	// Carry is the state of an earlier run (continue-as-new) or of a forked session.
+	Carry *SessionState `json:"carry,omitempty"`
+}
+
+// SessionState is what a session knows between turns. It is small by design: the transcript lives
+// in the message store and only its head travels here.
+type SessionState struct {
+	Head      string    `json:"head,omitempty"`
+	Pending   []Message `json:"pending,omitempty"`
+	Turns     int       `json:"turns"`
+	Usage     Usage     `json:"usage"`
+	Counters  Counters  `json:"counters"`
+	StartedAt time.Time `json:"started_at"`
+	// Repeat and Repairs carry repeat detection and repair counts from turn to turn and across
+	// continue-as-new, so a model that spins cannot escape by outliving a run.
+	Repeat  RepeatState    `json:"repeat"`
+	Repairs map[string]int `json:"repairs,omitempty"`
+	// Events are the most recent session-level events; EventSeq numbers them across runs.
+	Events   []Event `json:"events,omitempty"`
+	EventSeq int     `json:"event_seq,omitempty"`
+	// Breakers are the circuit breakers of the session's tools.
+	Breakers breaker.State `json:"breakers,omitzero"`
+	// Tools are the tools offered to the model: the built-in ones and those of the MCP servers,
+	// listed once when the session starts.
+	Tools []ToolSpec `json:"tools,omitempty"`
+}
+
+// MaxKeptEvents bounds the session-level events a session keeps for its status query.
+const MaxKeptEvents = 200
+
+// Counters are the running totals that end up in the summary.
+type Counters struct {
+	ToolCalls       int `json:"tool_calls"`
+	BlockedCalls    int `json:"blocked_calls"`
+	GatewayCalls    int `json:"gateway_calls"`
+	GatewayAttempts int `json:"gateway_attempts"`
+}
+
+// Add returns the sum of two counter sets.
+func (c Counters) Add(o Counters) Counters {
+	return Counters{
+		ToolCalls:       c.ToolCalls + o.ToolCalls,
+		BlockedCalls:    c.BlockedCalls + o.BlockedCalls,
+		GatewayCalls:    c.GatewayCalls + o.GatewayCalls,
+		GatewayAttempts: c.GatewayAttempts + o.GatewayAttempts,
+	}
+}
+
+// Summary is the result of an AgentSession and the closing `summary` event of the starter.
+type Summary struct {
+	Status          string `json:"status"`
+	WorkflowID      string `json:"workflow_id"`
+	RunID           string `json:"run_id"`
+	Turns           int    `json:"turns"`
+	ToolCalls       int    `json:"tool_calls"`
+	BlockedCalls    int    `json:"blocked_calls"`
+	GatewayCalls    int    `json:"gateway_calls"`
+	GatewayAttempts int    `json:"gateway_attempts"`
+	Tokens          int64  `json:"tokens"`
+	Limit           string `json:"limit,omitempty"`
+	Reason          string `json:"reason,omitempty"`
+	Answer          string `json:"answer,omitempty"`
+	// Class is the failure class when a failure was surfaced.
+	Class string `json:"class,omitempty"`
+}
+
+// SessionStatus answers the status query: enough for a terminal, the Slack bot or a dashboard to
+// show where a session is without reading its history.
+type SessionStatus struct {
+	Status     string      `json:"status"`
+	Turn       int         `json:"turn"`
+	Usage      Usage       `json:"usage"`
+	Counters   Counters    `json:"counters"`
+	Limits     Limits      `json:"limits"`
+	Escalation *Escalation `json:"escalation,omitempty"`
+	// Approval is the tool call waiting for a person's approval, if any.
+	Approval *Approval `json:"approval,omitempty"`
+	// Events are the session-level events so far (blocked calls, limits, escalations), numbered so
+	// a poller can ask for what is new.
+	Events []Event `json:"events,omitempty"`
+}
+
+// Transcript answers the transcript query: the store head plus messages not yet stored.
+type Transcript struct {
+	Head    string    `json:"head"`
+	Pending []Message `json:"pending,omitempty"`
+}
+
+// CancelRequest is the payload of the cancel signal.
+type CancelRequest struct {
+	Reason string `json:"reason,omitempty"`
+	By     string `json:"by,omitempty"`
+}
+
+// AttachSink is the payload of the attach_sink signal: another terminal that wants live events.
+type AttachSink struct {
+	URL string `json:"url"`
+}

@@ -1,0 +1,152 @@
+package contract
+
+import "github.com/keelrun/keel/internal/tools/breaker"
+
+// TurnInput is the input of one AgentTurn child workflow.
+type TurnInput struct {
+	SessionID string `json:"session_id"`
+	Turn      int    `json:"turn"`
+	// Head is the transcript's head in the message store; Pending are messages produced since
+	// (the task, tool results, feedback) that the next model call stores first.
+	Head    string      `json:"head,omitempty"`
+	Pending []Message   `json:"pending,omitempty"`
+	Tools   []ToolSpec  `json:"tools"`
+	Model   string      `json:"model,omitempty"`
+	Workdir string      `json:"workdir"`
+	Policy  ToolPolicy  `json:"policy"`
+	Retry   RetryConfig `json:"retry"`
+	Sinks   []string    `json:"sinks,omitempty"`
+	Inject  string      `json:"inject,omitempty"`
+	// Repeat carries repeat detection across turns: the key of the last call and how many times in
+	// a row it was made.
+	Repeat RepeatState `json:"repeat"`
+	// Repairs counts rejected (unparsable or schema-violating) calls per tool, plus the key "*"
+	// for consecutive rejections of any tool; a person is asked once a count passes RepairCap.
+	Repairs map[string]int `json:"repairs,omitempty"`
+	// Breakers carries the circuit breakers from turn to turn.
+	Breakers breaker.State `json:"breakers,omitzero"`
+	// Resume continues a turn that stopped for an approval: these calls are taken through the gates
+	// again without a new model call, and Approved holds the person's decision on the first one.
+	Resume   []ToolCall        `json:"resume,omitempty"`
+	Approved *ApprovalDecision `json:"approved,omitempty"`
+}
+
+// RepairCap is how many argument repairs a tool gets before the session escalates.
+const RepairCap = 3
+
+// RepeatState is the consecutive-identical-call counter.
+type RepeatState struct {
+	Key   string `json:"key,omitempty"`
+	Count int    `json:"count,omitempty"`
+}
+
+// TurnResult is the output of one AgentTurn.
+type TurnResult struct {
+	Head    string    `json:"head"`
+	Pending []Message `json:"pending,omitempty"`
+	// Final is true when the model answered without tool calls; Answer holds that answer.
+	Final    bool           `json:"final"`
+	Answer   string         `json:"answer,omitempty"`
+	Usage    Usage          `json:"usage"`
+	Counters Counters       `json:"counters"`
+	Repeat   RepeatState    `json:"repeat"`
+	Repairs  map[string]int `json:"repairs,omitempty"`
+	Breakers breaker.State  `json:"breakers,omitzero"`
+	// Failure is set when the turn surfaced a failure it could not handle itself.
+	Failure *Failure `json:"failure,omitempty"`
+	// Cancelled is true when the turn stopped because it was cancelled.
+	Cancelled bool `json:"cancelled,omitempty"`
+	// Partial is the model text shown before the turn was cancelled; the session keeps it.
+	Partial string `json:"partial,omitempty"`
+	// NeedsApproval is set when a call waits for a person's approval; Resume holds it and the calls
+	// after it, to be continued once the person has decided.
+	NeedsApproval *Approval  `json:"needs_approval,omitempty"`
+	Resume        []ToolCall `json:"resume,omitempty"`
+	// Escalate is set when the turn needs a person's decision before the session can go on.
+	Escalate *EscalationRequest `json:"escalate,omitempty"`
+	// Events are session-level events the turn produced (blocked calls and the like).
+	Events []Event `json:"events,omitempty"`
+}
+
+// Failure describes a surfaced failure: its class, what the user is told, and how many attempts
+// were spent on it.
+type Failure struct {
+	Class    string `json:"class"`
+	Reason   string `json:"reason"`
+	Attempts int    `json:"attempts"`
+	// Partial is text that reached the user before the failure, kept so nothing is lost.
+	Partial string `json:"partial,omitempty"`
+}
+
+// ModelRequest is the input of the CallModel activity.
+type ModelRequest struct {
+	SessionID string      `json:"session_id"`
+	Turn      int         `json:"turn"`
+	Head      string      `json:"head,omitempty"`
+	Append    []Message   `json:"append,omitempty"`
+	Tools     []ToolSpec  `json:"tools"`
+	Model     string      `json:"model,omitempty"`
+	Retry     RetryConfig `json:"retry"`
+	Sinks     []string    `json:"sinks,omitempty"`
+	Inject    string      `json:"inject,omitempty"`
+}
+
+// ModelResponse is the output of the CallModel activity. The assistant message is already in the
+// store under Head; it also travels here because the turn needs its tool calls.
+type ModelResponse struct {
+	Head    string  `json:"head"`
+	Message Message `json:"message"`
+	Usage   Usage   `json:"usage"`
+	// Attempt is the attempt that succeeded (1 for a first-time success).
+	Attempt int `json:"attempt"`
+}
+
+// ToolRequest is the input of the RunTool activity.
+type ToolRequest struct {
+	SessionID string     `json:"session_id"`
+	Turn      int        `json:"turn"`
+	Call      ToolCall   `json:"call"`
+	Workdir   string     `json:"workdir"`
+	Policy    ToolPolicy `json:"policy"`
+	Sinks     []string   `json:"sinks,omitempty"`
+	Inject    string     `json:"inject,omitempty"`
+	// Server is the MCP server for MCP tools; empty for built-in tools.
+	Server string `json:"server,omitempty"`
+}
+
+// ToolResult is the output of the RunTool activity. A tool failure is a result with IsError set and
+// Content written for the model, never an activity error: tool failures are fed back, not retried.
+type ToolResult struct {
+	Content string `json:"content"`
+	IsError bool   `json:"is_error,omitempty"`
+	// Changed says whether the call changed anything in the world.
+	Changed bool `json:"changed,omitempty"`
+	// Fatal marks a domain error the model cannot fix (unauthorized, merge conflict): it escalates.
+	Fatal bool `json:"fatal,omitempty"`
+}
+
+// Failure classes of a model call, as in the failure table of the design notes.
+const (
+	ClassTransport = "transport"
+	ClassThrottle  = "throttle"
+	ClassSchema    = "schema"
+	ClassTruncated = "truncated"
+	ClassRefusal   = "refusal"
+	ClassBudget    = "budget"
+	ClassUnknown   = "unknown"
+	ClassCancelled = "cancelled"
+)
+
+// ModelErrorType is the ApplicationError type of every CallModel failure; its details hold a Failure.
+const ModelErrorType = "ModelCallFailed"
+
+// StrictInstruction is added to a model call that follows a reply which could not be parsed, so
+// the second attempt asks the model for the exact format.
+const StrictInstruction = "Your previous reply could not be parsed. Reply again using only plain text and well-formed tool calls whose arguments are valid JSON objects."
+
+// PersonPrefix starts a user message that carries a person's instruction into the transcript (an
+// escalation answered with edit), so the model can tell it apart from the original task.
+const PersonPrefix = "[person] "
+
+// InjectHeader is the HTTP header that carries a fault-injection mode to the fake gateway.
+const InjectHeader = "X-Keel-Inject"

@@ -1,0 +1,122 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/gateway"
+	"github.com/keelrun/keel/internal/tools/toolspec"
+)
+
+// listDirArgs are the two argument texts the scripted model alternates between. Both list the
+// work directory; they differ as text so Keel's repeat detection (identical text three times in a
+// row) never blocks a call and every turn runs a real tool activity.
+var listDirArgs = [2]string{`{"path":"."}`, `{"path": "."}`}
+
+// FinalAnswer is what the scripted model answers once its tool turns are spent.
+const FinalAnswer = "done"
+
+// Scripted is a zero-latency gateway.Provider that asks for one list_dir call per turn until the
+// transcript holds ToolTurns assistant messages, then answers without tool calls. It reads the
+// turn from the transcript, so it holds no per-session state and serves any number of sessions at
+// once. Each call is stamped, so turn latency can be measured from outside the workflows.
+type Scripted struct {
+	// ToolTurns is how many turns ask for a tool before the final answer.
+	ToolTurns int
+	// OnCall, when set, is called at the start of every model call with the session's task (its
+	// first user message) and the turn number (1-based).
+	OnCall func(task string, turn int, at time.Time)
+}
+
+// Name is the provider's name in logs.
+func (s *Scripted) Name() string { return "bench-scripted" }
+
+// Stream answers at once: one delta, then a tool call or the final answer.
+func (s *Scripted) Stream(_ context.Context, req gateway.Request, onDelta func(string)) (gateway.Response, error) {
+	turn, task := 1, ""
+	for _, m := range req.Messages {
+		switch {
+		case m.Role == contract.RoleAssistant:
+			turn++
+		case m.Role == contract.RoleUser && task == "":
+			task = m.Content
+		}
+	}
+	if s.OnCall != nil {
+		s.OnCall(task, turn, time.Now())
+	}
+	usage := contract.Usage{InputTokens: 10, OutputTokens: 5}
+	if turn > s.ToolTurns {
+		onDelta(FinalAnswer)
+		return gateway.Response{Message: contract.Message{Role: contract.RoleAssistant, Content: FinalAnswer}, Usage: usage, StopReason: "stop"}, nil
+	}
+	onDelta("listing")
+	call := contract.ToolCall{ID: fmt.Sprintf("call-%d", turn), Name: toolspec.ListDir, Arguments: listDirArgs[turn%2]}
+	return gateway.Response{
+		Message:    contract.Message{Role: contract.RoleAssistant, Content: "listing", ToolCalls: []contract.ToolCall{call}},
+		Usage:      usage,
+		StopReason: "tool_calls",
+	}, nil
+}
+
+// Stamps collects the model-call times of many sessions, keyed by task, so the time between one
+// turn's model call and the next (one full turn of orchestration plus tool) can be read afterwards.
+// Only the first call of a turn counts, so a retried call does not shorten a gap.
+type Stamps struct {
+	mu sync.Mutex
+	by map[string]map[int]time.Time
+}
+
+// NewStamps returns an empty collector.
+func NewStamps() *Stamps { return &Stamps{by: map[string]map[int]time.Time{}} }
+
+// Record is a Scripted.OnCall function.
+func (s *Stamps) Record(task string, turn int, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.by[task]
+	if m == nil {
+		m = map[int]time.Time{}
+		s.by[task] = m
+	}
+	if _, ok := m[turn]; !ok {
+		m[turn] = at
+	}
+}
+
+// Gaps returns, over every session, the times between the first calls of consecutive turns: one
+// per turn except each session's last.
+func (s *Stamps) Gaps() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []time.Duration
+	for _, m := range s.by {
+		for turn, at := range m {
+			if prev, ok := m[turn-1]; ok {
+				out = append(out, at.Sub(prev))
+			}
+		}
+	}
+	return out
+}
+
+// Calls is the number of turns recorded.
+func (s *Stamps) Calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, m := range s.by {
+		n += len(m)
+	}
+	return n
+}
+
+// Reset forgets everything recorded.
+func (s *Stamps) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.by = map[string]map[int]time.Time{}
+}

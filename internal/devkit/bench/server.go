@@ -1,0 +1,78 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/devserver"
+)
+
+// Server is a dev server started with a chosen dynamic configuration. devserver.Start always
+// applies Keel's own devserver.DynamicConfig; comparing settings needs servers with and without
+// each value, so this starts the same CLI binary with exactly the values given.
+type Server struct {
+	dev *testsuite.DevServer
+	// Dynamic is the dynamic configuration the server runs with, beyond the CLI's own defaults.
+	Dynamic map[string]string
+}
+
+// KeelDynamicConfig is a copy of the values Keel's dev server runs with, plus extra.
+func KeelDynamicConfig(extra map[string]string) map[string]string {
+	out := maps.Clone(devserver.DynamicConfig)
+	maps.Copy(out, extra)
+	return out
+}
+
+// StartServer starts a dev server on a free loopback port, in memory, with dyn as its dynamic
+// configuration.
+func StartServer(ctx context.Context, dyn map[string]string) (*Server, error) {
+	bin, err := devserver.FindCLI(ctx, io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	var args []string
+	for _, k := range slices.Sorted(maps.Keys(dyn)) {
+		args = append(args, "--dynamic-config-value", k+"="+dyn[k])
+	}
+	dev, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
+		ExistingPath:  bin,
+		ClientOptions: &client.Options{Namespace: "default", Logger: quietLogger()},
+		LogLevel:      "error",
+		SearchAttributes: temporal.NewSearchAttributes(
+			contract.StatusKey.ValueSet(""),
+			contract.TurnsKey.ValueSet(0),
+			contract.TokensKey.ValueSet(0),
+			contract.PendingEscalationKey.ValueSet(false),
+		),
+		ExtraArgs: args,
+		Stdout:    io.Discard,
+		Stderr:    io.Discard,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting a dev server with %v: %w", dyn, err)
+	}
+	return &Server{dev: dev, Dynamic: dyn}, nil
+}
+
+// Address is the server's frontend host:port.
+func (s *Server) Address() string { return s.dev.FrontendHostPort() }
+
+// Client is the server's shared client of the default namespace.
+func (s *Server) Client() client.Client { return s.dev.Client() }
+
+// Stop ends the server process.
+func (s *Server) Stop() error { return s.dev.Stop() }
+
+func quietLogger() log.Logger {
+	return log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+}

@@ -1,0 +1,215 @@
+// Package devserver finds, installs and starts the Temporal CLI dev server that Keel's demo, its
+// `dev` command and its integration tests run against. The server always runs as its own process:
+// the Temporal server cannot be embedded in the same module as the SDK Keel uses.
+package devserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/keelrun/keel/internal/contract"
+)
+
+// CLIModule is the Temporal CLI version Keel installs. Later versions do not build with go install
+// (their go.mod carries a replace directive).
+const CLIModule = "github.com/temporalio/cli/cmd/temporal@v1.5.1"
+
+// Options describe the dev server to start.
+type Options struct {
+	// Address is host:port for the gRPC frontend; empty picks a free loopback port.
+	Address   string
+	Namespace string
+	// UIPort serves the Web UI when non-zero.
+	UIPort int
+	// DBFile keeps the server's state in a SQLite file; empty keeps it in memory.
+	DBFile string
+	// Progress receives one-line progress messages (the first CLI build takes minutes).
+	Progress io.Writer
+	// Log receives the server's own output; nil discards it.
+	Log io.Writer
+}
+
+// Server is a running dev server process.
+type Server struct {
+	srv *testsuite.DevServer
+}
+
+// Start finds (or installs) the CLI and starts a dev server, returning once it answers.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	bin, err := FindCLI(ctx, opts.Progress)
+	if err != nil {
+		return nil, err
+	}
+	if opts.DBFile != "" {
+		if err := os.MkdirAll(filepath.Dir(opts.DBFile), 0o755); err != nil {
+			return nil, fmt.Errorf("creating the dev server's state folder: %w", err)
+		}
+	}
+	out := opts.Log
+	if out == nil {
+		out = io.Discard
+	}
+	ns := opts.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	dso := testsuite.DevServerOptions{
+		ExistingPath: bin,
+		ClientOptions: &client.Options{
+			HostPort:  opts.Address,
+			Namespace: ns,
+			Logger:    quietLogger(),
+		},
+		DBFilename:       opts.DBFile,
+		LogLevel:         "error",
+		SearchAttributes: searchAttributes(),
+		ExtraArgs:        dynamicConfigArgs(),
+		Stdout:           out,
+		Stderr:           out,
+	}
+	if opts.UIPort != 0 {
+		dso.EnableUI = true
+		dso.UIPort = strconv.Itoa(opts.UIPort)
+	}
+	srv, err := testsuite.StartDevServer(ctx, dso)
+	if err != nil {
+		return nil, fmt.Errorf("starting the temporal dev server: %w", err)
+	}
+	return &Server{srv: srv}, nil
+}
+
+// Address is the frontend's host:port.
+func (s *Server) Address() string { return s.srv.FrontendHostPort() }
+
+// Client is a client connected to the server's namespace.
+func (s *Server) Client() client.Client { return s.srv.Client() }
+
+// Stop ends the server process.
+func (s *Server) Stop() error { return s.srv.Stop() }
+
+// Answering reports whether something accepts TCP connections at address; the caller then talks
+// gRPC to it. Reusing a running server keeps a user's dev stack and Web UI history in one place.
+func Answering(address string) bool {
+	conn, err := net.DialTimeout("tcp", address, 300*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	_ = conn.Close()
+	return true
+}
+
+// searchAttributes are registered on every dev server so sessions can be filtered in the Web UI.
+func searchAttributes() temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(
+		contract.StatusKey.ValueSet(""),
+		contract.TurnsKey.ValueSet(0),
+		contract.TokensKey.ValueSet(0),
+		contract.PendingEscalationKey.ValueSet(false),
+	)
+}
+
+// DynamicConfig holds the server settings Keel runs its dev server with, each measured in
+// docs/benchmarks.md.
+var DynamicConfig = map[string]string{
+	"system.enableActivityEagerExecution": "true",
+	// The dev server's one history shard reads its transfer queue at most 20 times a second by
+	// default, which put a 50 ms step under every workflow and activity task (docs/benchmarks.md).
+	"history.transferProcessorMaxPollRPS":    "10000",
+	"frontend.enableUpdateWorkflowExecution": "true",
+}
+
+func dynamicConfigArgs() []string {
+	keys := make([]string, 0, len(DynamicConfig))
+	for k := range DynamicConfig {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var args []string
+	for _, k := range keys {
+		args = append(args, "--dynamic-config-value", k+"="+DynamicConfig[k])
+	}
+	return args
+}
+
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// ErrNoGo is returned when the CLI is missing and there is no go command to build it.
+var ErrNoGo = errors.New("the temporal CLI is not installed and no go command was found to build it")
+
+// FindCLI returns the path of the temporal binary: $KEEL_TEMPORAL_CLI, then PATH, then GOBIN or
+// GOPATH/bin; failing those it builds it with go install, saying so first because that takes minutes.
+func FindCLI(ctx context.Context, progress io.Writer) (string, error) {
+	if p := os.Getenv("KEEL_TEMPORAL_CLI"); p != "" {
+		return p, nil
+	}
+	if p, err := exec.LookPath("temporal"); err == nil {
+		return p, nil
+	}
+	bin := goBin(ctx)
+	if p := filepath.Join(bin, "temporal"); isExecutable(p) {
+		return p, nil
+	}
+	if progress == nil {
+		progress = io.Discard
+	}
+	gocmd, err := exec.LookPath("go")
+	if err != nil {
+		return "", ErrNoGo
+	}
+	fmt.Fprintf(progress, "keel: building the Temporal CLI (%s) into %s; the first build takes a few minutes...\n", CLIModule, bin)
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, gocmd, "install", CLIModule)
+	cmd.Env = append(os.Environ(), "GOBIN="+bin)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("installing the temporal CLI with go install: %w\n%s", err, tail(out, 2000))
+	}
+	fmt.Fprintf(progress, "keel: Temporal CLI built in %s\n", time.Since(start).Round(time.Second))
+	return filepath.Join(bin, "temporal"), nil
+}
+
+func goBin(ctx context.Context) string {
+	if b := os.Getenv("GOBIN"); b != "" {
+		return b
+	}
+	if out, err := exec.CommandContext(ctx, "go", "env", "GOBIN").Output(); err == nil {
+		if b := string(bytes.TrimSpace(out)); b != "" {
+			return b
+		}
+	}
+	if out, err := exec.CommandContext(ctx, "go", "env", "GOPATH").Output(); err == nil {
+		if p := string(bytes.TrimSpace(out)); p != "" {
+			return filepath.Join(filepath.SplitList(p)[0], "bin")
+		}
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, "go", "bin")
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}

@@ -1,0 +1,82 @@
+package selftest
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/keelrun/keel/internal/contract"
+)
+
+// Rows is the whole fault matrix: gateway faults, tool faults, limits and cancellation.
+func Rows() []Row {
+	rows := []Row{
+		gateway("rate_limit", "openai", contract.StatusCompleted, 2),
+		gateway("network", "openai", contract.StatusCompleted, 4),
+		gateway("server_error", "openai", contract.StatusCompleted, 3),
+		gateway("overloaded", "anthropic", contract.StatusCompleted, 2),
+		gateway("truncated_start", "openai", contract.StatusCompleted, 2),
+		gateway("truncated", "openai", contract.StatusFailed, 1),
+		gateway("schema", "openai", contract.StatusFailed, 2),
+		gateway("refusal", "anthropic", contract.StatusFailed, 1),
+		gateway("budget", "openai", contract.StatusFailed, 1),
+		gateway("unknown", "openai", contract.StatusFailed, 1),
+		gateway("throttle_forever", "openai", contract.StatusFailed, 6),
+		tool("tool_error", contract.StatusCompleted, 0, nil, sawText(contract.EventToolResult, "unchanged")),
+		tool("loop", contract.StatusCompleted, 0, nil, func(_ []contract.Event, s contract.Summary) error {
+			if s.BlockedCalls != 1 {
+				return fmt.Errorf("%d blocked calls, want 1", s.BlockedCalls)
+			}
+			return nil
+		}),
+		tool("hang", contract.StatusCompleted, 0, []string{"KEEL_TOOLS_COMMAND_TIMEOUT=2s"}, sawText(contract.EventToolResult, "stopped")),
+		tool("breaker", contract.StatusCompleted, 0, nil, sawText(contract.EventBlocked, "unavailable")),
+		tool("bad_args", contract.StatusAborted, 1, []string{"KEEL_ESCALATION_DEADLINE=2s"}, sawText(contract.EventEscalation, "invalid arguments")),
+		{Name: "limit max-turns", Args: []string{"--max-turns", "2"}, Status: contract.StatusLimit, Code: 3, Limit: contract.LimitTurns},
+		{Name: "limit max-tokens", Args: []string{"--max-tokens", "500"}, Status: contract.StatusLimit, Code: 3, Limit: contract.LimitTokens},
+		{Name: "limit max-duration", Args: []string{"--max-duration", "3s", "--inject", "long_command"}, Status: contract.StatusLimit, Code: 3, Limit: contract.LimitDuration},
+		{
+			Name: "cancel long_command", Args: []string{"--inject", "long_command"}, Status: contract.StatusCancelled, Code: 130,
+			CancelOn: func(e contract.Event) bool {
+				return e.Event == contract.EventToolCall && strings.Contains(e.Arguments, "sleep 15")
+			},
+		},
+		{
+			Name: "cancel slow_stream", Args: []string{"--inject", "slow_stream"}, Status: contract.StatusCancelled, Code: 130,
+			CancelOn: func(e contract.Event) bool { return e.Event == contract.EventDelta && e.Seq >= 3 },
+			Check: func(_ []contract.Event, s contract.Summary) error {
+				if s.Answer == "" {
+					return fmt.Errorf("the partial text was not kept")
+				}
+				return nil
+			},
+		},
+	}
+	return rows
+}
+
+func gateway(inject, wire, status string, attempts int) Row {
+	code := 0
+	if status != contract.StatusCompleted {
+		code = 1
+	}
+	return Row{
+		Name: "gateway " + inject, Args: []string{"--inject", inject}, Env: []string{"KEEL_GATEWAY_PROVIDER=" + wire},
+		Status: status, Code: code, Attempts: attempts,
+	}
+}
+
+func tool(inject, status string, code int, env []string, check func([]contract.Event, contract.Summary) error) Row {
+	return Row{Name: "tools " + inject, Args: []string{"--inject", inject}, Env: env, Status: status, Code: code, Check: check}
+}
+
+// sawText checks that an event of kind carried text.
+func sawText(kind, text string) func([]contract.Event, contract.Summary) error {
+	return func(events []contract.Event, _ contract.Summary) error {
+		for _, e := range events {
+			if e.Event == kind && (strings.Contains(e.Text, text) || (e.Escalation != nil && strings.Contains(e.Escalation.Summary, text))) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s event mentioning %q", kind, text)
+	}
+}

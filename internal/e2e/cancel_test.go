@@ -1,0 +1,189 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/keelrun/keel/internal/app"
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/fakegw"
+	"github.com/keelrun/keel/internal/devkit/testenv"
+)
+
+// cancelWays are the ways a person stops a session, each with one behaviour.
+var cancelWays = []struct {
+	name   string
+	cancel func(t *testing.T, l *liveRun, wid string)
+}{
+	{"SIGINT to the starter", func(t *testing.T, l *liveRun, _ string) {
+		if err := l.cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{"starter cancel", func(t *testing.T, _ *liveRun, wid string) {
+		cmd := exec.Command(starter, "cancel", wid)
+		cmd.Env = env.StarterEnv(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("starter cancel: %v\n%s", err, out)
+		}
+	}},
+	{"cancel signal", func(t *testing.T, _ *liveRun, wid string) {
+		err := env.Client().SignalWorkflow(context.Background(), wid, "", contract.SignalCancel, contract.CancelRequest{Reason: "test", By: "slack:U1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{"Web UI cancel (native cancellation)", func(t *testing.T, _ *liveRun, wid string) {
+		if err := env.Client().CancelWorkflow(context.Background(), wid, ""); err != nil {
+			t.Fatal(err)
+		}
+	}},
+}
+
+// TestCancelLongCommand: a running `sleep 15` is gone within a second of the cancel, whichever way
+// the cancel came, the session ends cancelled and the starter exits 130.
+func TestCancelLongCommand(t *testing.T) {
+	for _, way := range cancelWays {
+		t.Run(way.name, func(t *testing.T) {
+			t.Parallel()
+			l := startLive(t, nil, "demo", "--inject", "long_command", "--output", "jsonl")
+			ws := strings.TrimPrefix(l.waitEvent(30*time.Second, "workspace", func(e contract.Event) bool {
+				return strings.HasPrefix(e.Text, "workspace: ")
+			}).Text, "workspace: ")
+			wid := l.workflowID()
+			l.waitEvent(30*time.Second, "sleep tool call", func(e contract.Event) bool {
+				return e.Event == contract.EventToolCall && strings.Contains(e.Arguments, "sleep 15")
+			})
+			if !waitFor(10*time.Second, func() bool { return len(processesIn(ws, "sleep", "15")) == 1 }) {
+				t.Fatal("the sleep command never ran")
+			}
+			cancelled := time.Now()
+			way.cancel(t, l, wid)
+			if !waitFor(5*time.Second, func() bool { return len(processesIn(ws, "sleep", "15")) == 0 }) {
+				t.Fatalf("sleep 15 still alive 5 s after the cancel: %v", processesIn(ws, "sleep", "15"))
+			}
+			reaped := time.Since(cancelled)
+			r := l.finish()
+			t.Logf("cancel to reaped: %s", reaped.Round(time.Millisecond))
+			if reaped > time.Second {
+				t.Errorf("the command outlived the cancel by %s, want at most 1 s", reaped)
+			}
+			if r.Code != 130 || r.Summary.Status != contract.StatusCancelled {
+				t.Fatalf("exit %d, status %q; want 130 and cancelled\nstderr: %s", r.Code, r.Summary.Status, r.Stderr)
+			}
+		})
+	}
+}
+
+// TestCancelSlowStream: a cancel during a slow model stream closes the HTTP connection (the gateway
+// sees the disconnect) and the text received so far is kept.
+func TestCancelSlowStream(t *testing.T) {
+	gw := fakegw.New(fakegw.Options{})
+	if err := gw.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	l := startLive(t, []string{"KEEL_GATEWAY_BASE_URL=" + gw.BaseURL() + "/v1"}, "demo", "--inject", "slow_stream", "--output", "jsonl")
+	deltas := 0
+	l.waitEvent(30*time.Second, "three deltas", func(e contract.Event) bool {
+		if e.Event == contract.EventDelta {
+			deltas++
+		}
+		return deltas >= 3
+	})
+	if err := l.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := gw.WaitStats(ctx, func(s fakegw.Stats) bool { return s.Disconnects > 0 }); err != nil {
+		t.Fatalf("the gateway never saw the connection close: %v", err)
+	}
+	r := l.finish()
+	if r.Code != 130 || r.Summary.Status != contract.StatusCancelled {
+		t.Fatalf("exit %d, status %q; want 130 and cancelled", r.Code, r.Summary.Status)
+	}
+	var shown strings.Builder
+	for _, e := range r.Events {
+		if e.Event == contract.EventDelta {
+			shown.WriteString(e.Text)
+		}
+	}
+	if r.Summary.Answer == "" || r.Summary.Answer != shown.String() {
+		t.Fatalf("kept %q, but the user saw %q", r.Summary.Answer, shown.String())
+	}
+}
+
+// TestLimits: each limit stops the demo with status limit naming it, exit 3, and a record of it in
+// the transcript.
+func TestLimits(t *testing.T) {
+	cases := []struct {
+		args  []string
+		limit string
+		text  string
+	}{
+		{[]string{"--max-turns", "2"}, contract.LimitTurns, "stopped: 2 of 2 turns used"},
+		{[]string{"--max-tokens", "500"}, contract.LimitTokens, "of 500 tokens used"},
+		// The demo finishes in about 3 s, so the duration case runs a long command, which also
+		// shows the timer stopping a turn stuck in a tool.
+		{[]string{"--max-duration", "3s", "--inject", "long_command"}, contract.LimitDuration, "of 3s used"},
+	}
+	for _, c := range cases {
+		t.Run(c.limit, func(t *testing.T) {
+			t.Parallel()
+			r := runStarter(t, nil, append([]string{"demo", "--output", "jsonl"}, c.args...)...)
+			s := r.Summary
+			if r.Code != 3 || s.Status != contract.StatusLimit || s.Limit != c.limit || !strings.Contains(s.Reason, c.text) {
+				t.Fatalf("exit %d, summary %+v; want exit 3, limit %s, reason containing %q", r.Code, s, c.limit, c.text)
+			}
+			limitEvent := false
+			for _, e := range r.Events {
+				limitEvent = limitEvent || (e.Event == contract.EventLimit && e.Limit == c.limit)
+			}
+			if !limitEvent {
+				t.Error("no limit event was printed")
+			}
+			if tr := transcript(t, s.WorkflowID); !hasNote(tr, "limit", c.text) {
+				t.Fatalf("the transcript has no record of the limit: %+v", tr.Pending)
+			}
+		})
+	}
+}
+
+// transcript queries a finished session; a worker on the test's queue answers the query.
+func transcript(t *testing.T, wid string) contract.Transcript {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg := env.Config(t, nil)
+	stop, err := app.StartWorker(ctx, env.Client(), cfg, "http://127.0.0.1:1/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	v, err := env.Client().QueryWorkflow(ctx, wid, "", contract.QueryTranscript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr contract.Transcript
+	if err := v.Get(&tr); err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+func hasNote(tr contract.Transcript, note, text string) bool {
+	for _, m := range tr.Pending {
+		if m.Note == note && strings.Contains(m.Content, text) {
+			return true
+		}
+	}
+	return false
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+var waitFor = testenv.WaitFor

@@ -1,0 +1,152 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/fakegw"
+	"github.com/keelrun/keel/internal/devkit/testenv"
+)
+
+// gatewayRow is one row of the gateway fault matrix.
+type gatewayRow struct {
+	inject   string
+	status   string
+	attempts int      // attempts of the faulted call
+	formats  []string // wire formats the mode applies to
+	check    func(t *testing.T, r testenv.Run, recs []fakegw.Record)
+}
+
+var bothFormats = []string{"openai", "anthropic"}
+
+var gatewayMatrix = []gatewayRow{
+	{inject: "rate_limit", status: contract.StatusCompleted, attempts: 2, formats: bothFormats, check: waitsAtLeastRetryAfter},
+	{inject: "network", status: contract.StatusCompleted, attempts: 4, formats: bothFormats},
+	{inject: "server_error", status: contract.StatusCompleted, attempts: 3, formats: bothFormats},
+	{inject: "overloaded", status: contract.StatusCompleted, attempts: 2, formats: []string{"anthropic"}},
+	{inject: "truncated_start", status: contract.StatusCompleted, attempts: 2, formats: bothFormats},
+	{inject: "truncated", status: contract.StatusFailed, attempts: 1, formats: bothFormats, check: partialShownOnce},
+	{inject: "schema", status: contract.StatusFailed, attempts: 2, formats: bothFormats, check: secondRequestStrict},
+	{inject: "refusal", status: contract.StatusFailed, attempts: 1, formats: bothFormats},
+	{inject: "budget", status: contract.StatusFailed, attempts: 1, formats: bothFormats, check: escalationRaised},
+	{inject: "unknown", status: contract.StatusFailed, attempts: 1, formats: bothFormats},
+	{inject: "throttle_forever", status: contract.StatusFailed, attempts: 6, formats: bothFormats, check: waitsAtLeastRetryAfter},
+}
+
+// TestGatewayFaultMatrix runs the demo once per fault and wire format through the real worker, a
+// real server and the fake gateway over HTTP, and checks the final status, the attempts the summary
+// counts, and what the gateway saw.
+func TestGatewayFaultMatrix(t *testing.T) {
+	gw := fakegw.New(fakegw.Options{})
+	if err := gw.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+	for _, row := range gatewayMatrix {
+		for _, format := range row.formats {
+			t.Run(row.inject+"/"+format, func(t *testing.T) {
+				t.Parallel()
+				base := gw.BaseURL()
+				if format == "openai" {
+					base += "/v1"
+				}
+				r := runStarter(t, []string{"KEEL_GATEWAY_PROVIDER=" + format, "KEEL_GATEWAY_BASE_URL=" + base},
+					"demo", "--inject", row.inject, "--output", "jsonl")
+				s := r.Summary
+				if s.Status != row.status {
+					t.Fatalf("status %q, want %q (reason %q)\nstderr: %s", s.Status, row.status, s.Reason, r.Stderr)
+				}
+				if extra := s.GatewayAttempts - s.GatewayCalls; extra != row.attempts-1 {
+					t.Fatalf("the faulted call took %d attempts, want %d (summary %+v)", extra+1, row.attempts, s)
+				}
+				if want := exitCode(row.status); r.Code != want {
+					t.Fatalf("exit %d, want %d", r.Code, want)
+				}
+				var recs []fakegw.Record
+				for _, rec := range gw.Stats().ForMode(row.inject) {
+					if rec.Format == format && rec.First {
+						recs = append(recs, rec)
+					}
+				}
+				if len(recs) != row.attempts {
+					t.Fatalf("the gateway saw %d attempts of the first call, want %d", len(recs), row.attempts)
+				}
+				if row.check != nil {
+					row.check(t, r, recs)
+				}
+			})
+		}
+	}
+}
+
+func exitCode(status string) int {
+	switch status {
+	case contract.StatusCompleted:
+		return 0
+	case contract.StatusLimit:
+		return 3
+	case contract.StatusCancelled:
+		return 130
+	}
+	return 1
+}
+
+// waitsAtLeastRetryAfter: every retry waited at least the one second the gateway asked for.
+func waitsAtLeastRetryAfter(t *testing.T, r testenv.Run, recs []fakegw.Record) {
+	t.Helper()
+	n := 0
+	for _, e := range r.Events {
+		if e.Event != contract.EventRetry {
+			continue
+		}
+		n++
+		if e.WaitMS < 1000 {
+			t.Errorf("retry before attempt %d waited %d ms, less than the Retry-After of 1 s", e.Attempt, e.WaitMS)
+		}
+		if !strings.Contains(e.Text, "waiting") || !strings.Contains(e.Text, "before attempt") {
+			t.Errorf("retry line %q does not say the wait and the attempt", e.Text)
+		}
+	}
+	if n != len(recs)-1 {
+		t.Errorf("%d retry events for %d attempts", n, len(recs))
+	}
+}
+
+// partialShownOnce: the text that arrived before the cut reached the user exactly once, and the
+// reason says the stream was cut mid-way.
+func partialShownOnce(t *testing.T, r testenv.Run, recs []fakegw.Record) {
+	t.Helper()
+	var shown strings.Builder
+	for _, e := range r.Events {
+		if e.Event == contract.EventDelta {
+			shown.WriteString(e.Text)
+		}
+	}
+	partial := recs[0].Partial
+	if partial == "" || strings.Count(shown.String(), partial) != 1 {
+		t.Fatalf("partial %q shown %d times in %q", partial, strings.Count(shown.String(), partial), shown.String())
+	}
+	if r.Summary.Answer != partial || !strings.Contains(r.Summary.Reason, "cut mid-way") {
+		t.Fatalf("summary keeps %q with reason %q; want the partial text and a reason saying it was cut mid-way", r.Summary.Answer, r.Summary.Reason)
+	}
+}
+
+// secondRequestStrict: the retry of a malformed reply carried the stricter instruction.
+func secondRequestStrict(t *testing.T, _ testenv.Run, recs []fakegw.Record) {
+	t.Helper()
+	if recs[0].Strict || !recs[1].Strict {
+		t.Fatalf("strict instruction on attempts: first %v, second %v; want false, true", recs[0].Strict, recs[1].Strict)
+	}
+}
+
+// escalationRaised: a budget failure raises an escalation notice.
+func escalationRaised(t *testing.T, r testenv.Run, _ []fakegw.Record) {
+	t.Helper()
+	for _, e := range r.Events {
+		if e.Event == contract.EventEscalation && e.Escalation != nil && e.Escalation.Reason == contract.ReasonBudget {
+			return
+		}
+	}
+	t.Fatal("no escalation notice for the budget failure")
+}

@@ -1,0 +1,175 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/demo"
+	"github.com/keelrun/keel/internal/devkit/devserver"
+	"github.com/keelrun/keel/internal/devkit/fakegw"
+)
+
+// TestWorkerDiesMidTool kills the worker process while a command runs. The command's process dies
+// with the worker, the call is not run again by Temporal, the model is told the outcome is unknown
+// and what to check, and the session completes on a new worker. The new worker's Prometheus
+// endpoint shows Keel's metrics and the SDK's, and the session's search attributes filter it in
+// `temporal workflow list`.
+func TestWorkerDiesMidTool(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	workerBin, err := env.Build("./worker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := fakegw.New(fakegw.Options{})
+	if err := gw.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	metricsAddr := freeAddr(t)
+	effects := filepath.Join(t.TempDir(), "effects.jsonl")
+	environ := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true", "KEEL_GATEWAY_BASE_URL="+gw.BaseURL()+"/v1",
+		"KEEL_METRICS_ADDRESS="+metricsAddr, "KEEL_TOOLS_EFFECT_LOG="+effects)
+	w := &workerProc{bin: workerBin, env: environ, t: t}
+	w.start()
+	defer w.kill()
+
+	ws := t.TempDir()
+	if err := demo.CopyWorkspace(ws); err != nil {
+		t.Fatal(err)
+	}
+	run, err := env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: envValue(environ, "KEEL_TEMPORAL_TASK_QUEUE")},
+		contract.SessionWorkflow, contract.SessionInput{Task: "fix the failing test", Workdir: ws, Inject: "long_command", Limits: contract.Limits{MaxTurns: 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(60*time.Second, func() bool { return len(processesIn(ws, "sleep", "15")) == 1 }) {
+		t.Fatal("the long command never started")
+	}
+	w.kill()
+	if !waitFor(2*time.Second, func() bool { return len(processesIn(ws, "sleep", "15")) == 0 }) {
+		t.Fatal("the command outlived its worker")
+	}
+	w.start()
+
+	var sum contract.Summary
+	if err := run.Get(ctx, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Status != contract.StatusCompleted {
+		t.Fatalf("summary %+v", sum)
+	}
+	tr := transcriptOf(ctx, t, run.GetID())
+	unknown := 0
+	for _, m := range tr {
+		if m.Role == contract.RoleTool && strings.Contains(m.Content, "outcome is unknown") && strings.Contains(m.Content, "before running it again") {
+			unknown++
+		}
+	}
+	if unknown != 1 {
+		t.Fatalf("the model was told %d times that the outcome is unknown, want 1", unknown)
+	}
+	if dups, total := duplicateExecutions(t, effects); len(dups) != 0 || !strings.Contains(readFile(t, effects), `"workflow":"`+contract.TurnWorkflowID(run.GetID(), 1)+`"`) || total < 2 {
+		t.Fatalf("tool executions: %d logged, duplicates %v; the interrupted call must run exactly once", total, dups)
+	}
+
+	page := scrape(t, "http://"+metricsAddr+"/metrics")
+	for _, want := range []string{"keel_model_attempts_total", `keel_tool_calls_total{`, `outcome="ok"`, "temporal_workflow_completed_total", "keel_tokens_total"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	listed := temporalList(t, fmt.Sprintf(`KeelStatus="completed" AND WorkflowId="%s"`, run.GetID()))
+	if !strings.Contains(listed, run.GetID()) {
+		t.Errorf("temporal workflow list --query KeelStatus=completed does not list the session:\n%s", listed)
+	}
+	if listed := temporalList(t, fmt.Sprintf(`KeelStatus="running" AND WorkflowId="%s"`, run.GetID())); strings.Contains(listed, run.GetID()) {
+		t.Errorf("a completed session is listed as running:\n%s", listed)
+	}
+}
+
+// transcriptOf loads a finished session's transcript through `starter watch`'s path: the query
+// and the store under the test's state folder are not shared here, so read it from the history.
+func transcriptOf(ctx context.Context, t *testing.T, wid string) []contract.Message {
+	t.Helper()
+	var msgs []contract.Message
+	for turn := 1; ; turn++ {
+		var res contract.TurnResult
+		err := env.Client().GetWorkflow(ctx, contract.TurnWorkflowID(wid, turn), "").Get(ctx, &res)
+		if err != nil {
+			return msgs
+		}
+		msgs = append(msgs, res.Pending...)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func cliPath(t *testing.T) string {
+	t.Helper()
+	p, err := devserver.FindCLI(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	var page string
+	if !waitFor(10*time.Second, func() bool {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		page = string(b)
+		return resp.StatusCode == http.StatusOK
+	}) {
+		t.Fatalf("could not scrape %s", url)
+	}
+	return page
+}
+
+// temporalList runs the Temporal CLI's workflow list with a visibility query.
+func temporalList(t *testing.T, query string) string {
+	t.Helper()
+	var out []byte
+	waitFor(10*time.Second, func() bool {
+		cmd := exec.Command(cliPath(t), "workflow", "list", "--address", env.Address(), "--query", query)
+		var err error
+		out, err = cmd.CombinedOutput()
+		return err == nil && len(strings.TrimSpace(string(out))) > 0
+	})
+	return string(out)
+}

@@ -1,0 +1,88 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+)
+
+// openaiProvider streams OpenAI-compatible chat completions.
+type openaiProvider struct {
+	chat openai.ChatCompletionService
+	cfg  Config
+}
+
+// newOpenAI builds the service from explicit options only: constructing the service directly
+// (not through openai.NewClient) keeps OPENAI_* environment variables out of it.
+func newOpenAI(cfg Config) *openaiProvider {
+	opts := []option.RequestOption{
+		option.WithEnvironmentProduction(),
+		option.WithHTTPClient(cfg.HTTPClient),
+		option.WithMaxRetries(0),
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	return &openaiProvider{chat: openai.NewChatCompletionService(opts...), cfg: cfg}
+}
+
+// Name names the provider.
+func (p *openaiProvider) Name() string { return ProviderOpenAI }
+
+// Stream sends one chat completion request and reads its event stream to the end.
+func (p *openaiProvider) Stream(ctx context.Context, req Request, onDelta func(string)) (Response, error) {
+	params, err := p.params(req)
+	if err != nil {
+		return Response{}, fmt.Errorf("building openai request: %w", err)
+	}
+	x := &exchange{watchDone: true}
+	opts := []option.RequestOption{option.WithMiddleware(x.middleware)}
+	if req.Inject != "" {
+		opts = append(opts, option.WithHeader(contract.InjectHeader, req.Inject))
+	}
+	stream := p.chat.NewStreaming(ctx, params, opts...)
+	defer stream.Close()
+	if x.streaming() && x.mediaType != "text/event-stream" {
+		return Response{}, &SchemaError{Provider: ProviderOpenAI, Detail: fmt.Sprintf("content type %q instead of an event stream", x.mediaType)}
+	}
+	var acc chatAccumulator
+	for stream.Next() {
+		if err := acc.add(stream.Current(), onDelta); err != nil {
+			return Response{}, err
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return Response{}, streamFailure(ctx, ProviderOpenAI, x, err)
+	}
+	return acc.finish(x.sawDone())
+}
+
+// params builds the request body.
+func (p *openaiProvider) params(req Request) (openai.ChatCompletionNewParams, error) {
+	msgs, err := openaiMessages(req.Messages, req.Strict)
+	if err != nil {
+		return openai.ChatCompletionNewParams{}, err
+	}
+	tools, err := openaiTools(req.Tools)
+	if err != nil {
+		return openai.ChatCompletionNewParams{}, err
+	}
+	params := openai.ChatCompletionNewParams{
+		Model:         modelFor(req, p.cfg),
+		Messages:      msgs,
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	}
+	if len(tools) > 0 {
+		params.Tools = tools
+	}
+	if p.cfg.MaxTokens > 0 {
+		params.MaxCompletionTokens = openai.Int(p.cfg.MaxTokens)
+	}
+	return params, nil
+}

@@ -1,0 +1,92 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/keelrun/keel/internal/contract"
+)
+
+// Provider names accepted by New.
+const (
+	ProviderOpenAI    = "openai"
+	ProviderAnthropic = "anthropic"
+)
+
+// DefaultMaxTokens bounds a reply when Config.MaxTokens is zero. Anthropic requires a bound on
+// every request; OpenAI-compatible gateways get none unless one is configured.
+const DefaultMaxTokens = 4096
+
+// Request is one model call in a provider-neutral shape.
+type Request struct {
+	Model string
+	// Messages are the transcript; a system message, if any, comes first.
+	Messages []contract.Message
+	// Tools are offered to the model; Parameters is a JSON Schema object (raw JSON bytes).
+	Tools []contract.ToolSpec
+	// Strict appends contract.StrictInstruction, because the previous reply did not parse.
+	Strict bool
+	// Inject, when non-empty, is sent as the contract.InjectHeader header so a fake gateway can
+	// inject a fault. It is empty in production.
+	Inject string
+}
+
+// Response is one complete model reply.
+type Response struct {
+	// Message has role assistant, text content and/or tool calls. Tool call arguments are the raw
+	// text the model sent, never re-encoded, because repeat detection compares that text.
+	Message contract.Message
+	Usage   contract.Usage
+	// StopReason is the provider's own finish reason ("stop", "tool_calls", "end_turn", ...).
+	StopReason string
+}
+
+// Provider streams one model response. onDelta is called for every text delta as it arrives,
+// so the caller can show it and count what the user has already seen.
+type Provider interface {
+	Stream(ctx context.Context, req Request, onDelta func(text string)) (Response, error)
+	Name() string
+}
+
+// Config selects and configures a provider client.
+type Config struct {
+	// Provider is "openai" or "anthropic".
+	Provider string
+	// BaseURL is the gateway's root: for OpenAI-compatible gateways including /v1
+	// (http://host/v1), for Anthropic without it (http://host).
+	BaseURL string
+	APIKey  string
+	// Model is used when a Request names none.
+	Model string
+	// MaxTokens bounds the reply; zero means DefaultMaxTokens for Anthropic and no bound for
+	// OpenAI.
+	MaxTokens int64
+	// HTTPClient carries the requests; nil means a fresh client on http.DefaultTransport.
+	HTTPClient *http.Client
+}
+
+// New builds the provider client that cfg names. The SDKs' own retries are switched off, so
+// retries happen in one layer only (the activity), and no provider environment variable is read:
+// everything comes from cfg.
+func New(cfg Config) (Provider, error) {
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	switch cfg.Provider {
+	case ProviderOpenAI:
+		return newOpenAI(cfg), nil
+	case ProviderAnthropic:
+		return newAnthropic(cfg), nil
+	default:
+		return nil, fmt.Errorf("creating gateway client: unknown provider %q (want %q or %q)", cfg.Provider, ProviderOpenAI, ProviderAnthropic)
+	}
+}
+
+// modelFor picks the request's model, falling back to the configured one.
+func modelFor(req Request, cfg Config) string {
+	if req.Model != "" {
+		return req.Model
+	}
+	return cfg.Model
+}

@@ -1,0 +1,139 @@
+// Package tools runs Keel's built-in agent tools against a work directory. It is the I/O side of
+// package toolspec and runs inside tool activities, which get exactly one attempt: a write may
+// already have happened, so a failure is never retried but returned to the model as a result that
+// says whether anything changed and what to do next.
+//
+// run_command starts programs in their own process groups and stops a group as a whole, so the
+// package builds on Unix systems only.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/tools/toolspec"
+)
+
+// Defaults used when a Box leaves a field at zero.
+const (
+	DefaultCommandTimeout = 60 * time.Second
+	DefaultOutputCap      = 16 << 10
+)
+
+// InjectToolError makes the first write_file of a session fail before it writes anything, so the
+// "retry as is" path can be exercised end to end.
+const InjectToolError = "tool_error"
+
+// Box is a work directory and the rules for running tools in it. Every path a tool is given is
+// resolved inside Root; nothing outside it is read, written or run.
+type Box struct {
+	// Root is the work directory.
+	Root string
+	// Policy supplies the command allow list and the command timeout.
+	Policy contract.ToolPolicy
+	// OutputCap is how many bytes of command output are kept; the rest is cut, and the result
+	// says how much.
+	OutputCap int
+}
+
+// RunOptions carries what a call needs beyond its arguments.
+type RunOptions struct {
+	// SessionID keys per-session fault injection.
+	SessionID string
+	// Inject names a fault to inject; empty in production.
+	Inject string
+}
+
+// Run executes one tool call. It never fails in the Go sense: every failure is a result with
+// IsError set, Content written for the model and Changed saying whether anything changed.
+// A command that ran counts as a change (Changed true, whatever its exit status), because nothing
+// tells what it touched. Cancelling ctx stops a running command's whole process group; the
+// activity that calls Run must heartbeat for the cancellation to reach ctx.
+func (b *Box) Run(ctx context.Context, call contract.ToolCall, opt RunOptions) contract.ToolResult {
+	specs := toolspec.Builtin()
+	spec, ok := toolspec.Lookup(specs, call.Name)
+	if !ok {
+		return refused(toolspec.UnknownToolFeedback(call.Name, toolspec.Names(specs)))
+	}
+	if p := toolspec.Validate(spec, call.Arguments); p != nil {
+		return refused(p.Feedback(call.Name, -1))
+	}
+	root, err := b.root()
+	if err != nil {
+		return refused("The work directory is not available, so nothing was run and nothing changed. " +
+			"Conclude and report that the work directory is missing.")
+	}
+	switch call.Name {
+	case toolspec.ReadFile:
+		var a struct{ Path string }
+		decodeArgs(call.Arguments, &a)
+		return readFile(root, a.Path)
+	case toolspec.WriteFile:
+		var a struct{ Path, Content string }
+		decodeArgs(call.Arguments, &a)
+		if opt.Inject == InjectToolError && injected.first(opt.SessionID) {
+			return refused(fmt.Sprintf("The write to %s failed and the file is unchanged; retry as is.", named(a.Path)))
+		}
+		return writeFile(root, a.Path, a.Content)
+	case toolspec.EditFile:
+		var a struct{ Path, Old, New string }
+		decodeArgs(call.Arguments, &a)
+		return editFile(root, a.Path, a.Old, a.New)
+	case toolspec.ListDir:
+		var a struct{ Path string }
+		decodeArgs(call.Arguments, &a)
+		return listDir(root, a.Path)
+	case toolspec.Search:
+		var a struct{ Pattern, Path string }
+		decodeArgs(call.Arguments, &a)
+		return search(root, a.Pattern, a.Path)
+	case toolspec.RunCommand:
+		var a struct {
+			Command        string
+			TimeoutSeconds int `json:"timeout_seconds"`
+		}
+		decodeArgs(call.Arguments, &a)
+		return b.runCommand(ctx, root, a.Command, a.TimeoutSeconds)
+	}
+	return refused(toolspec.UnknownToolFeedback(call.Name, toolspec.Names(specs)))
+}
+
+// root resolves the work directory to its resolved, absolute path once per call.
+func (b *Box) root() (string, error) {
+	abs, err := filepath.Abs(b.Root)
+	if err != nil {
+		return "", fmt.Errorf("resolving the work directory: %w", err)
+	}
+	resolved, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("resolving the work directory: %w", err)
+	}
+	return resolved, nil
+}
+
+// decodeArgs fills a struct from arguments that toolspec.Validate has already accepted; empty
+// text stands for {}.
+func decodeArgs(args string, v any) {
+	if args == "" {
+		return
+	}
+	_ = json.Unmarshal([]byte(args), v) // validated above
+}
+
+// refused is a failure that changed nothing.
+func refused(msg string) contract.ToolResult {
+	return contract.ToolResult{Content: msg, IsError: true}
+}
+
+// done is a successful result.
+func done(msg string, changed bool) contract.ToolResult {
+	return contract.ToolResult{Content: msg, Changed: changed}
+}
+
+// IsPolicyViolation reports whether a result is a refusal by the tool policy (a program not on
+// the allow list). The session feeds it back and also escalates it.
+func IsPolicyViolation(res contract.ToolResult) bool { return toolspec.IsPolicyViolation(res) }
