@@ -13,7 +13,7 @@ import (
 )
 
 // historiesDir holds histories recorded from real runs against a dev server (see
-// internal/replay's TestRecordHistories, run with KEEL_RECORD_HISTORIES=1).
+// internal/devkit/replay's TestRecordHistories, run with KEEL_RECORD_HISTORIES=1).
 const historiesDir = "testdata/histories"
 
 // TestReplayRecordedHistories replays every recorded session and turn history against the current
