@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/tools/sandbox"
 	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
@@ -38,6 +39,8 @@ type Box struct {
 	// OutputCap is how many bytes of command output are kept; the rest is cut, and the result
 	// says how much.
 	OutputCap int
+	// Sandbox confines run_command (see package sandbox); nil runs commands unconfined.
+	Sandbox *sandbox.Config
 }
 
 // RunOptions carries what a call needs beyond its arguments.

@@ -47,11 +47,13 @@ func (b *Box) runCommand(ctx context.Context, root, line string, timeoutSeconds 
 	}
 	timeout, limited := b.timeout(timeoutSeconds)
 	out := newCapture(b.outputCap())
+	if b.Sandbox != nil {
+		return b.runSandboxed(ctx, root, words, timeout, limited, out)
+	}
 	cmd := &exec.Cmd{Path: program, Args: words, Dir: root, Env: commandEnv(), SysProcAttr: sysProcAttr()}
 	run, err := startLocked(cmd, out)
 	if err != nil {
-		return refused(fmt.Sprintf("The program %q could not be started (it may not be an executable program); nothing was run and nothing changed. "+
-			"Choose another program, or run a script through an allowed interpreter such as sh.", words[0]))
+		return notStartable(words[0])
 	}
 	reason, waitErr := run.wait(ctx, timeout)
 	leftovers := groupAlive(run.pgid)
@@ -59,7 +61,12 @@ func (b *Box) runCommand(ctx context.Context, root, line string, timeoutSeconds 
 		_ = KillGroup(run.pgid, DefaultGrace)
 	}
 	run.drain(readerDrain)
-	return commandResult(reason, waitErr, cmd.ProcessState, timeout, limited, leftovers, out.String())
+	return commandResult(reason, stateOutcome(cmd.ProcessState, waitErr, leftovers), timeout, limited, out.String())
+}
+
+func notStartable(program string) contract.ToolResult {
+	return refused(fmt.Sprintf("The program %q could not be started (it may not be an executable program); nothing was run and nothing changed. "+
+		"Choose another program, or run a script through an allowed interpreter such as sh.", program))
 }
 
 // allowed applies the allow list; the program is compared exactly as written, so a script in the
@@ -203,8 +210,36 @@ func (r *running) drain(limit time.Duration) {
 	r.reader.Close()
 }
 
+// outcome is how a command that was not stopped ended.
+type outcome struct {
+	// known is false when the end could not be observed.
+	known bool
+	// signal ended the command, 0 if it exited.
+	signal syscall.Signal
+	// code is the exit status.
+	code int
+	// failed says the exit was not a clean success even with status 0.
+	failed bool
+	// leftovers says background processes outlived it and were stopped.
+	leftovers bool
+	// limit describes the sandbox limit it hit, empty if none is known.
+	limit string
+}
+
+// stateOutcome reads an unsandboxed command's end.
+func stateOutcome(state *os.ProcessState, waitErr error, leftovers bool) outcome {
+	if state == nil {
+		return outcome{}
+	}
+	o := outcome{known: true, leftovers: leftovers, code: state.ExitCode(), failed: waitErr != nil}
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		o.signal = ws.Signal()
+	}
+	return o
+}
+
 // commandResult writes what happened for the model.
-func commandResult(reason stopReason, waitErr error, state *os.ProcessState, timeout time.Duration, limited, leftovers bool, output string) contract.ToolResult {
+func commandResult(reason stopReason, o outcome, timeout time.Duration, limited bool, output string) contract.ToolResult {
 	body := "\n\nOutput:\n" + output
 	if strings.TrimSpace(output) == "" {
 		body = "\n\nIt printed nothing."
@@ -222,23 +257,25 @@ func commandResult(reason stopReason, waitErr error, state *os.ProcessState, tim
 			"Check the files it works on before running it again." + body, IsError: true, Changed: true}
 	}
 	extra := ""
-	if leftovers {
+	if o.leftovers {
 		extra = " It left processes running in the background; they were stopped."
 	}
-	if state == nil {
+	if o.limit != "" {
+		extra += " " + o.limit
+	}
+	if !o.known {
 		return contract.ToolResult{Content: "The command ran, but its end could not be observed; it may have changed files. " +
 			"Check the files it works on before running it again." + body, IsError: true, Changed: true}
 	}
-	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	if o.signal != 0 {
 		return contract.ToolResult{Content: fmt.Sprintf("The command was ended by the signal %s before it finished; it may have changed files.%s "+
-			"Read the output, fix the cause, and run it again.", ws.Signal(), extra) + body, Changed: true}
+			"Read the output, fix the cause, and run it again.", o.signal, extra) + body, Changed: true}
 	}
-	code := state.ExitCode()
-	if code == 0 && waitErr == nil {
+	if o.code == 0 && !o.failed {
 		return contract.ToolResult{Content: fmt.Sprintf("The command finished with exit status 0 (success); files it writes may have changed.%s", extra) + body, Changed: true}
 	}
 	return contract.ToolResult{Content: fmt.Sprintf("The command finished with exit status %d, which means it failed; files it writes may have changed.%s "+
-		"Read the output, fix the cause, and run it again.", code, extra) + body, Changed: true}
+		"Read the output, fix the cause, and run it again.", o.code, extra) + body, Changed: true}
 }
 
 // seconds renders a duration for the model in whole seconds when it is one.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/tools/sandbox"
 )
 
 // liveMembers lists the processes of a group that are alive (not zombies), read straight from
@@ -203,9 +204,27 @@ func TestCommandResults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			testCommandResult(t, tt.policy, tt.cap, tt.command, tt.isError, tt.changed, tt.want, tt.name == "denied program")
+		})
+	}
+}
+
+// testCommandResult runs one row of TestCommandResults unconfined and in the sandbox: the model
+// sees the same results either way.
+func testCommandResult(t *testing.T, policy []string, outputCap int, command string, isError, changed bool, want []string, violation bool) {
+	for _, sandboxed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sandboxed=%v", sandboxed), func(t *testing.T) {
 			b, _ := newBox(t)
-			b.Policy.Commands = tt.policy
-			b.OutputCap = tt.cap
+			if sandboxed {
+				b.Sandbox = &sandbox.Config{}
+			}
+			b.Policy.Commands = policy
+			b.OutputCap = outputCap
+			tt := struct {
+				command          string
+				isError, changed bool
+				want             []string
+			}{command, isError, changed, want}
 			before := snapshot(t, filepath.Dir(b.Root))
 			res := call(t, b, "run_command", map[string]any{"command": tt.command})
 			if res.IsError != tt.isError || res.Changed != tt.changed {
@@ -219,7 +238,7 @@ func TestCommandResults(t *testing.T) {
 			if tt.isError {
 				assertUnchanged(t, before, snapshot(t, filepath.Dir(b.Root)))
 			}
-			if IsPolicyViolation(res) != (tt.name == "denied program") {
+			if IsPolicyViolation(res) != violation {
 				t.Errorf("IsPolicyViolation = %v", IsPolicyViolation(res))
 			}
 		})

@@ -2,8 +2,13 @@ package tools
 
 import (
 	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/keelrun/keel/internal/tools/sandbox"
 )
 
 // passedEnv are the variables a command inherits from the worker, when set. Everything else,
@@ -36,7 +41,7 @@ func filterEnv(environ []string) []string {
 			continue
 		}
 		hasPath = hasPath || name == "PATH"
-		out = append(out, kv)
+		out = append(out, stripCredentials(kv))
 	}
 	if !hasPath {
 		out = append(out, "PATH="+defaultPath)
@@ -53,4 +58,43 @@ func passes(name string) bool {
 		}
 	}
 	return passedEnv[name] || strings.HasPrefix(name, "LC_")
+}
+
+// urlUserinfo matches the user (and password) part of a URL: "https://user:secret@host".
+var urlUserinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s,|]*@`)
+
+// stripCredentials removes the credentials embedded in URLs in a variable's value
+// (GOPROXY=https://user:secret@proxy becomes GOPROXY=https://proxy): a passed variable must not
+// carry a secret in its value any more than in its name.
+func stripCredentials(kv string) string {
+	return urlUserinfo.ReplaceAllString(kv, "$1")
+}
+
+// sandboxEnv is the environment of a sandboxed command: the clean environment, with the paths
+// that point into the worker's home or temporary folders replaced by ones that exist inside.
+// With a cache, the Go build and module caches live under it and stay warm between commands.
+func sandboxEnv(cache bool, goBin string) []string {
+	set := map[string]string{"HOME": "/tmp", "TMPDIR": "/tmp", "GOCACHE": "/tmp/go-build", "GOPATH": "/tmp/go"}
+	if cache {
+		set["GOCACHE"] = sandbox.CachePath + "/go-build"
+		set["GOPATH"] = sandbox.CachePath + "/gopath"
+		set["GOMODCACHE"] = sandbox.CachePath + "/mod"
+	}
+	drop := map[string]bool{"GOTMPDIR": true, "GOENV": true, "GOMODCACHE": true}
+	var out []string
+	for _, kv := range commandEnv() {
+		name, val, _ := strings.Cut(kv, "=")
+		if _, ok := set[name]; ok || drop[name] {
+			continue
+		}
+		if name == "PATH" && goBin != "" && !slices.Contains(filepath.SplitList(val), goBin) {
+			kv += string(filepath.ListSeparator) + goBin
+		}
+		out = append(out, kv)
+	}
+	for name, val := range set {
+		out = append(out, name+"="+val)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -1,0 +1,85 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/tools/sandbox"
+)
+
+// runSandboxed runs one program in the sandbox: its own namespaces, only the work directory
+// writable, no network unless configured, the limits set. The sandbox's init reaps every process
+// the command starts and says whether any outlived it; stopping the init ends them all.
+func (b *Box) runSandboxed(ctx context.Context, root string, words []string, timeout time.Duration, limited bool, out *capture) contract.ToolResult {
+	cfg := *b.Sandbox
+	sc, err := sandbox.Command(cfg, root, words, sandboxEnv(cfg.CacheDir != "", sandbox.GoBin()))
+	if err != nil {
+		return refused("The command could not be started because its sandbox could not be prepared; nothing was run and nothing changed. " +
+			"Retry as is; if it fails again, conclude and report that commands cannot run in this work directory.")
+	}
+	run, err := startLocked(sc.Exec, out)
+	sc.Started()
+	if err != nil {
+		return refused("The command could not be started because the system refused to create its sandbox; nothing was run and nothing changed. " +
+			"Retry as is; if it fails again, conclude and report that commands cannot run.")
+	}
+	reason, _ := run.wait(ctx, timeout)
+	run.drain(readerDrain)
+	rep, ok := sc.Report()
+	switch {
+	case reason == notStopped && ok && rep.Problem == sandbox.ProblemNotFound:
+		return refused(fmt.Sprintf("The program %q is not available inside the sandbox commands run in (it holds the system's programs, the Go toolchain and the work directory); "+
+			"nothing was run and nothing changed. Use another program.", words[0]))
+	case reason == notStopped && ok && rep.Problem == sandbox.ProblemNotExecutable:
+		return notStartable(words[0])
+	case reason == notStopped && ok && rep.Problem != "":
+		return refused("The command could not be started because its sandbox failed to set up; nothing was run and nothing changed. " +
+			"Retry as is; if it fails again, conclude and report that commands cannot run.")
+	}
+	o := outcome{known: ok, code: rep.Code, signal: syscall.Signal(rep.Signal), leftovers: rep.Leftovers}
+	text := out.String()
+	o.limit = limitHit(cfg.Limits.WithDefaults(), o, text)
+	return commandResult(reason, o, timeout, limited, text)
+}
+
+// limitHit recognises a command that ran into one of the sandbox's limits, from the signal the
+// kernel sends or the words programs print, and says so with what to do next.
+func limitHit(l sandbox.Limits, o outcome, output string) string {
+	const after = " Nothing outside the work directory changed."
+	shell := func(sig syscall.Signal) bool { return o.signal == sig || o.code == 128+int(sig) }
+	lower := strings.ToLower(output)
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if strings.Contains(lower, w) {
+				return true
+			}
+		}
+		return false
+	}
+	if o.signal == 0 && o.code == 0 {
+		return ""
+	}
+	switch {
+	case shell(syscall.SIGXFSZ) || has("file too large"):
+		return fmt.Sprintf("It hit the sandbox's limit on file size (%s per file), so a write was cut off."+after+
+			" Write smaller files, or conclude.", mib(l.FileSize))
+	case shell(syscall.SIGXCPU):
+		return fmt.Sprintf("It hit the sandbox's limit on CPU time (%s per process)."+after+
+			" Run less work per command, or conclude.", seconds(l.CPUTime))
+	case has("cannot allocate memory", "out of memory", "memoryerror", "memory exhausted", "std::bad_alloc"):
+		return fmt.Sprintf("It ran out of memory under the sandbox's limit (%s per process)."+after+
+			" Use less memory (smaller inputs, fewer things at once), or conclude.", mib(l.Memory))
+	case has("resource temporarily unavailable", "cannot fork", "can't fork", "fork: retry"):
+		return fmt.Sprintf("It hit the sandbox's limit on processes (%d at once)."+after+
+			" Start fewer processes at once, or conclude.", l.Processes)
+	}
+	return ""
+}
+
+func mib(n int64) string {
+	return fmt.Sprintf("%d MiB", n>>20)
+}

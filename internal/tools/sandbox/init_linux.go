@@ -1,0 +1,456 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// init turns this process into a sandbox's init when the worker started it as one. It runs
+// before main (and before a test binary's tests), so every binary that links the package serves.
+func init() {
+	switch os.Getenv(initEnv) {
+	case "":
+		return
+	case "park":
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	case "init":
+		os.Exit(runInit())
+	}
+}
+
+// Files the worker hands to the init.
+const (
+	specFD   = 3
+	reportFD = 4
+)
+
+// runInit sets up the view, runs the command, reaps everything and reports. Its exit ends the
+// PID namespace, and the kernel kills whatever is left in it.
+func runInit() int {
+	report := os.NewFile(reportFD, "report")
+	say := func(r Report) int {
+		_ = json.NewEncoder(report).Encode(r)
+		return 0
+	}
+	var s spec
+	if err := json.NewDecoder(os.NewFile(specFD, "spec")).Decode(&s); err != nil {
+		return say(Report{Problem: "reading the sandbox's spec: " + err.Error()})
+	}
+	if err := setup(s); err != nil {
+		return say(Report{Problem: err.Error()})
+	}
+	if s.Probe {
+		return say(Report{Started: true})
+	}
+	stops := make(chan os.Signal, 4)
+	signal.Notify(stops, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	pid, err := startConfined(s)
+	if err != nil {
+		if errors.Is(err, errNotFound) {
+			return say(Report{Problem: ProblemNotFound})
+		}
+		if errors.Is(err, errNotExecutable) {
+			return say(Report{Problem: ProblemNotExecutable})
+		}
+		return say(Report{Problem: err.Error()})
+	}
+	go forward(stops, time.Duration(s.GraceMS)*time.Millisecond)
+	return say(reap(pid))
+}
+
+// forward passes a stop request to every process in the namespace: SIGTERM, then SIGKILL after
+// the grace period.
+func forward(stops <-chan os.Signal, grace time.Duration) {
+	<-stops
+	_ = syscall.Kill(-1, syscall.SIGTERM)
+	time.Sleep(grace) // the grace period itself, not a wait for a condition
+	_ = syscall.Kill(-1, syscall.SIGKILL)
+}
+
+// reap waits for the command, collecting every orphan that the PID namespace hands to its init,
+// then stops whatever the command left behind.
+func reap(pid int) Report {
+	rep := Report{Started: true}
+	for {
+		var ws syscall.WaitStatus
+		got, err := syscall.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			break
+		}
+		if got != pid {
+			continue
+		}
+		if ws.Signaled() {
+			rep.Signal = int(ws.Signal())
+		} else {
+			rep.Code = ws.ExitStatus()
+		}
+		break
+	}
+	for {
+		got, err := syscall.Wait4(-1, nil, syscall.WNOHANG, nil)
+		if err != nil || got <= 0 {
+			break
+		}
+	}
+	if syscall.Kill(-1, syscall.SIGKILL) == nil {
+		rep.Leftovers = true
+	}
+	for {
+		_, err := syscall.Wait4(-1, nil, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			break
+		}
+	}
+	return rep
+}
+
+var (
+	errNotFound      = errors.New("program not found")
+	errNotExecutable = errors.New("program not executable")
+)
+
+// startConfined starts the command from a thread that has given up every capability, with the
+// limits set and no way to gain privileges. The thread stays locked and is never reused.
+func startConfined(s spec) (int, error) {
+	if err := setLimits(s.Limits); err != nil {
+		return 0, err
+	}
+	path, err := lookPath(s.Args[0], s.Env, s.Workdir)
+	if err != nil {
+		return 0, err
+	}
+	type started struct {
+		pid int
+		err error
+	}
+	done := make(chan started, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with its credentials
+		if err := dropPrivileges(); err != nil {
+			done <- started{err: err}
+			return
+		}
+		null, err := os.Open("/dev/null")
+		if err != nil {
+			done <- started{err: fmt.Errorf("opening /dev/null: %w", err)}
+			return
+		}
+		defer null.Close()
+		p, err := os.StartProcess(path, s.Args, &os.ProcAttr{
+			Dir: s.Workdir, Env: s.Env, Files: []*os.File{null, os.Stdout, os.Stderr},
+			Sys: &syscall.SysProcAttr{Setsid: true},
+		})
+		if err != nil {
+			done <- started{err: errNotExecutable}
+			return
+		}
+		done <- started{pid: p.Pid}
+	}()
+	r := <-done
+	return r.pid, r.err
+}
+
+// lookPath finds the program on the command's PATH, or in the work directory for a name with a
+// slash.
+func lookPath(name string, env []string, workdir string) (string, error) {
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(workdir, p)
+		}
+		if executable(p) {
+			return p, nil
+		}
+		if _, err := os.Stat(p); err == nil {
+			return "", errNotExecutable
+		}
+		return "", errNotFound
+	}
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		if p := filepath.Join(dir, name); executable(p) {
+			return p, nil
+		}
+	}
+	return "", errNotFound
+}
+
+func executable(p string) bool {
+	info, err := os.Stat(p)
+	return err == nil && info.Mode().IsRegular() && info.Mode()&0o111 != 0
+}
+
+// setLimits sets the resource limits, which the command inherits.
+func setLimits(l Limits) error {
+	cpu := uint64(l.CPUTime / time.Second)
+	if cpu == 0 {
+		cpu = 1
+	}
+	limits := []struct {
+		res        int
+		soft, hard uint64
+	}{
+		{unix.RLIMIT_NPROC, uint64(l.Processes), uint64(l.Processes)},
+		{unix.RLIMIT_DATA, uint64(l.Memory), uint64(l.Memory)},
+		{unix.RLIMIT_CPU, cpu, cpu + 5},
+		{unix.RLIMIT_FSIZE, uint64(l.FileSize), uint64(l.FileSize)},
+		{unix.RLIMIT_CORE, 0, 0},
+	}
+	for _, lim := range limits {
+		if err := unix.Setrlimit(lim.res, &unix.Rlimit{Cur: lim.soft, Max: lim.hard}); err != nil {
+			return fmt.Errorf("setting resource limit %d: %w", lim.res, err)
+		}
+	}
+	return nil
+}
+
+// Securebits that keep root without capabilities across exec, locked.
+const lockedNoRoot = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<5 | 1<<6 | 1<<7
+
+// dropPrivileges empties this thread's capability sets (bounding set included), locks the
+// securebits so that exec as root gains none, and sets no_new_privs.
+func dropPrivileges() error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("setting no_new_privs: %w", err)
+	}
+	for c := 0; c < 64; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			if errors.Is(err, unix.EINVAL) {
+				break
+			}
+			return fmt.Errorf("dropping capability %d from the bounding set: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_SECUREBITS, lockedNoRoot, 0, 0, 0); err != nil {
+		return fmt.Errorf("locking the securebits: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("dropping capabilities: %w", err)
+	}
+	return nil
+}
+
+// setup builds the sandbox's view and switches into it.
+func setup(s spec) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making the mounts private: %w", err)
+	}
+	trees, err := collect(s)
+	if err != nil {
+		return err
+	}
+	stage, err := stagingDir()
+	if err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", stage, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m"); err != nil {
+		return fmt.Errorf("mounting the sandbox's root: %w", err)
+	}
+	for _, l := range s.Links {
+		if err := os.Symlink(l.Target, filepath.Join(stage, l.Name)); err != nil {
+			return fmt.Errorf("linking /%s: %w", l.Name, err)
+		}
+	}
+	if err := specialFS(stage, s.TmpBytes); err != nil {
+		return err
+	}
+	for _, t := range trees {
+		if err := place(stage, t); err != nil {
+			return err
+		}
+	}
+	if err := pivot(stage); err != nil {
+		return err
+	}
+	if !s.Network {
+		if err := loopbackUp(); err != nil {
+			return err
+		}
+	}
+	_ = unix.Sethostname([]byte("sandbox"))
+	// No user namespaces inside: a nested one could not unlock these mounts, but there is no
+	// reason to allow it. Best effort; the kernel may not offer the knob.
+	_ = os.WriteFile("/proc/sys/user/max_user_namespaces", []byte("0\n"), 0)
+	if err := unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		return fmt.Errorf("making the sandbox's root read-only: %w", err)
+	}
+	if err := os.Chdir(s.Workdir); err != nil {
+		return fmt.Errorf("entering the work directory: %w", err)
+	}
+	return nil
+}
+
+// tree is a detached mount ready to be placed.
+type tree struct {
+	fd     int
+	target string
+	file   bool
+}
+
+// collect clones every source before anything is covered, so the order of placing cannot hide a
+// source under an earlier mount.
+func collect(s spec) ([]tree, error) {
+	var out []tree
+	mounts := append([]mount(nil), s.Mounts...)
+	for _, dev := range []string{"null", "zero", "full", "random", "urandom"} {
+		mounts = append(mounts, mount{Source: "/dev/" + dev, Target: "/dev/" + dev})
+	}
+	for _, m := range mounts {
+		fd := m.FD
+		if fd == 0 {
+			var err error
+			fd, err = unix.OpenTree(unix.AT_FDCWD, m.Source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+			if err != nil {
+				return nil, fmt.Errorf("cloning %s: %w", m.Source, err)
+			}
+		}
+		set := uint64(unix.MOUNT_ATTR_NOSUID)
+		if m.ReadOnly {
+			set |= unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NODEV
+		}
+		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: set}); err != nil {
+			return nil, fmt.Errorf("restricting %s: %w", m.Target, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", m.Target, err)
+		}
+		out = append(out, tree{fd: fd, target: m.Target, file: st.Mode&unix.S_IFMT != unix.S_IFDIR})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return depth(out[i].target) < depth(out[j].target) })
+	return out, nil
+}
+
+func depth(p string) int { return strings.Count(filepath.Clean(p), "/") }
+
+// stagingDir is where the new root is built: any existing folder, covered in this namespace only.
+func stagingDir() (string, error) {
+	for _, d := range []string{"/tmp", "/mnt", "/var/tmp", "/media"} {
+		if info, err := os.Lstat(d); err == nil && info.IsDir() {
+			return d, nil
+		}
+	}
+	return "", errors.New("finding a folder to build the sandbox's root in")
+}
+
+// specialFS mounts /dev (a few devices and links), the private /tmp and /proc.
+func specialFS(stage string, tmpBytes int64) error {
+	for _, d := range []string{"dev", "tmp", "proc"} {
+		if err := os.Mkdir(filepath.Join(stage, d), 0o755); err != nil {
+			return fmt.Errorf("creating /%s: %w", d, err)
+		}
+	}
+	if err := unix.Mount("tmpfs", filepath.Join(stage, "dev"), "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
+		return fmt.Errorf("mounting /dev: %w", err)
+	}
+	for name, target := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"} {
+		if err := os.Symlink(target, filepath.Join(stage, "dev", name)); err != nil {
+			return fmt.Errorf("linking /dev/%s: %w", name, err)
+		}
+	}
+	shm := filepath.Join(stage, "dev", "shm")
+	if err := os.Mkdir(shm, 0o1777); err != nil {
+		return fmt.Errorf("creating /dev/shm: %w", err)
+	}
+	if err := unix.Mount("tmpfs", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=64m"); err != nil {
+		return fmt.Errorf("mounting /dev/shm: %w", err)
+	}
+	opts := fmt.Sprintf("mode=1777,size=%d", tmpBytes)
+	if err := unix.Mount("tmpfs", filepath.Join(stage, "tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mounting /tmp: %w", err)
+	}
+	if err := unix.Mount("proc", filepath.Join(stage, "proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mounting /proc: %w", err)
+	}
+	return nil
+}
+
+// place attaches one cloned tree at its target under the new root, creating the mount point.
+func place(stage string, t tree) error {
+	dst := filepath.Join(stage, t.target)
+	if t.file {
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return fmt.Errorf("creating the mount point %s: %w", t.target, err)
+		}
+		f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return fmt.Errorf("creating the mount point %s: %w", t.target, err)
+		}
+		f.Close()
+	} else if err := os.MkdirAll(dst, 0o755); err != nil {
+		return fmt.Errorf("creating the mount point %s: %w", t.target, err)
+	}
+	if err := unix.MoveMount(t.fd, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("attaching %s: %w", t.target, err)
+	}
+	unix.Close(t.fd)
+	return nil
+}
+
+// pivot makes the staged root the root and lets the old one go.
+func pivot(stage string) error {
+	if err := os.Chdir(stage); err != nil {
+		return fmt.Errorf("entering the sandbox's root: %w", err)
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("switching to the sandbox's root: %w", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detaching the host's root: %w", err)
+	}
+	return os.Chdir("/")
+}
+
+// loopbackUp brings up lo in the sandbox's own network namespace, so local servers a test
+// starts work; nothing outside the namespace is reachable through it.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening a socket to bring up loopback: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return fmt.Errorf("naming loopback: %w", err)
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("reading loopback's flags: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("bringing up loopback: %w", err)
+	}
+	return nil
+}
