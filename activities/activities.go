@@ -34,9 +34,8 @@ type Activities struct {
 	OutputCap int
 	// MCP serves the tools of the configured MCP servers; nil when there are none.
 	MCP *mcp.Manager
-	// EffectLog, when set, is a file that gets one line per tool execution, written before the
-	// tool runs: the record a chaos test reads to prove no call ever ran twice.
-	EffectLog string
+	// Tools runs tool calls; nil means DefaultTools with OutputCap and MCP.
+	Tools ToolRunner
 
 	// lastClass remembers the failure class of each model call's previous attempt in this
 	// process, so a schema retry can carry the stricter instruction.

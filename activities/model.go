@@ -56,7 +56,7 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 	stream := &streamState{attempt: attempt}
 	stop := keepBeating(ctx, stream.details)
 	resp, err := a.Gateway.Stream(ctx, gateway.Request{
-		Model: req.Model, Messages: msgs, Tools: req.Tools, Inject: req.Inject,
+		Model: req.Model, Messages: msgs, Tools: req.Tools,
 		Strict: prevClass == contract.ClassSchema,
 	}, func(text string) {
 		n := stream.add(text)

@@ -2,10 +2,6 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"os"
-	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -13,6 +9,7 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/metrics/record"
 	"github.com/keelrun/keel/internal/tools"
+	"github.com/keelrun/keel/internal/tools/mcp"
 )
 
 // RunTool runs one tool call, once. A tool failure is a result written for the model, never an
@@ -23,18 +20,12 @@ func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (con
 		Event: contract.EventToolCall, WorkflowID: req.SessionID, Turn: req.Turn,
 		Tool: req.Call.Name, CallID: req.Call.ID, Arguments: req.Call.Arguments,
 	})
-	if err := a.logEffect(ctx, req); err != nil {
+	stop := keepBeating(ctx, func() any { return req.Call.ID })
+	res, err := a.tools().Run(ctx, req)
+	stop()
+	if err != nil {
 		return contract.ToolResult{}, err
 	}
-	stop := keepBeating(ctx, func() any { return req.Call.ID })
-	var res contract.ToolResult
-	if req.Server != "" && a.MCP != nil {
-		res = a.MCP.Call(ctx, req.Server, req.Call.Name, req.Call.Arguments)
-	} else {
-		box := &tools.Box{Root: req.Workdir, Policy: req.Policy, OutputCap: a.OutputCap}
-		res = box.Run(ctx, req.Call, tools.RunOptions{SessionID: req.SessionID, Inject: req.Inject})
-	}
-	stop()
 	outcome := record.ToolOK
 	if res.IsError {
 		outcome = record.ToolError
@@ -52,38 +43,43 @@ func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (con
 	return res, nil
 }
 
-// effect is one line of the side-effect log.
-type effect struct {
-	Workflow string `json:"workflow"`
-	Activity string `json:"activity"`
-	Attempt  int32  `json:"attempt"`
-	Session  string `json:"session"`
-	CallID   string `json:"call_id"`
-	Tool     string `json:"tool"`
-	Time     string `json:"time"`
+// ToolRunner runs one tool call. A tool's failure is a result for the model; an error means the
+// call could not be attempted at all and fails the activity. The worker's wiring may wrap the
+// runner (the demo injects tool faults, the failover drill records every execution) without the
+// activity or its request knowing.
+type ToolRunner interface {
+	Run(ctx context.Context, req contract.ToolRequest) (contract.ToolResult, error)
 }
 
-// logEffect appends the execution about to happen to the side-effect log. One O_APPEND write
-// per line keeps lines whole across workers on one machine.
-func (a *Activities) logEffect(ctx context.Context, req contract.ToolRequest) error {
-	if a.EffectLog == "" {
-		return nil
+// ToolRunnerFunc is a function that is a ToolRunner.
+type ToolRunnerFunc func(ctx context.Context, req contract.ToolRequest) (contract.ToolResult, error)
+
+// Run calls f.
+func (f ToolRunnerFunc) Run(ctx context.Context, req contract.ToolRequest) (contract.ToolResult, error) {
+	return f(ctx, req)
+}
+
+// DefaultTools runs built-in tools in the request's work directory and MCP tools on their server.
+type DefaultTools struct {
+	// OutputCap bounds a command's kept output in bytes; zero takes the tools default.
+	OutputCap int
+	// MCP serves the tools of the configured MCP servers; nil when there are none.
+	MCP *mcp.Manager
+}
+
+// Run runs the call where its tool lives.
+func (d DefaultTools) Run(ctx context.Context, req contract.ToolRequest) (contract.ToolResult, error) {
+	if req.Server != "" && d.MCP != nil {
+		return d.MCP.Call(ctx, req.Server, req.Call.Name, req.Call.Arguments), nil
 	}
-	info := activity.GetInfo(ctx)
-	b, err := json.Marshal(effect{
-		Workflow: info.WorkflowExecution.ID, Activity: info.ActivityID, Attempt: info.Attempt,
-		Session: req.SessionID, CallID: req.Call.ID, Tool: req.Call.Name, Time: time.Now().UTC().Format(time.RFC3339Nano),
-	})
-	if err != nil {
-		return err
+	box := &tools.Box{Root: req.Workdir, Policy: req.Policy, OutputCap: d.OutputCap}
+	return box.Run(ctx, req.Call), nil
+}
+
+// tools is the configured runner, or DefaultTools over the struct's own dependencies.
+func (a *Activities) tools() ToolRunner {
+	if a.Tools != nil {
+		return a.Tools
 	}
-	f, err := os.OpenFile(a.EffectLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fmt.Errorf("opening the side-effect log: %w", err)
-	}
-	defer f.Close()
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("writing the side-effect log: %w", err)
-	}
-	return nil
+	return DefaultTools{OutputCap: a.OutputCap, MCP: a.MCP}
 }

@@ -35,7 +35,7 @@ type testCluster struct {
 
 // newTestCluster picks free ports and a database prefix, and prepares a private bin folder that
 // links to already built Temporal server binaries (building them once, into the shared folder,
-// when they are missing). Extra environment (KEEL_TOOLS_EFFECT_LOG, say) reaches the workers.
+// when they are missing). Extra environment (KEEL_CLUSTER_EFFECT_LOG, say) reaches the script.
 func newTestCluster(t *testing.T, dir string, extra ...string) *testCluster {
 	t.Helper()
 	used := map[int]bool{}

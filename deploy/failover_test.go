@@ -43,7 +43,7 @@ func TestClusterFailover(t *testing.T) {
 	}
 	dir := t.TempDir()
 	effects := filepath.Join(dir, "effects.jsonl")
-	cl := newTestCluster(t, dir, "KEEL_TOOLS_EFFECT_LOG="+effects)
+	cl := newTestCluster(t, dir, "KEEL_CLUSTER_EFFECT_LOG="+effects)
 	t.Cleanup(cl.down)
 	cl.up()
 	names := workerNames{strconv.Itoa(cl.pid("worker-1")): "worker-1", strconv.Itoa(cl.pid("worker-2")): "worker-2"}
@@ -110,7 +110,7 @@ func startFailoverSessions(ctx context.Context, t *testing.T, c client.Client) [
 		in := contract.SessionInput{Task: fmt.Sprintf("failover session %d: fix the failing test", i), Workdir: s.workdir,
 			Limits: contract.Limits{MaxTurns: 30}}
 		if i%2 == 0 {
-			in.Inject = fakegw.ModeLongCommand
+			in.Task = fakegw.WithMode(in.Task, fakegw.ModeLongCommand)
 		}
 		var err error
 		s.run, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: s.id, TaskQueue: contract.TaskQueue},

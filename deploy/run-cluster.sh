@@ -45,6 +45,8 @@
 #   KEEL_CLUSTER_GATEWAY_PORT   fake gateway port (default 8089)
 #   KEEL_CLUSTER_METRICS_PORT   first worker's metrics port (default 9464; the next gets +1)
 #   KEEL_CLUSTER_WORKERS        number of workers (default 2)
+#   KEEL_CLUSTER_EFFECT_LOG     when set, the workers are built from internal/devkit/recworker and
+#                               append one line per tool execution to this file (the drill's record)
 #   KEEL_CLUSTER_TIMEOUT        seconds to wait for each process to become ready (default 90)
 #
 # Nothing listens on anything but 127.0.0.1.
@@ -263,7 +265,9 @@ search_attribute() {
 
 build_keel() {
 	log "keel: building starter and worker into $BIN"
-	(cd "$REPO" && go build -o "$BIN/starter" ./starter && go build -o "$BIN/worker" ./worker)
+	local worker=./worker
+	[[ -n "$EFFECT_LOG" ]] && worker=./internal/devkit/recworker
+	(cd "$REPO" && go build -o "$BIN/starter" ./starter && go build -o "$BIN/worker" "$worker")
 }
 
 start_gateway() {
@@ -291,7 +295,11 @@ start_workers() {
 				export_keel_env
 				export KEEL_METRICS_ADDRESS="127.0.0.1:$((METRICS_PORT + i - 1))"
 				export KEEL_DEV_STATE_DIR="$CLUSTER_DIR/$name"
-				start "$name" "$CLUSTER_DIR/$name" "$BIN/worker"
+				if [[ -n "$EFFECT_LOG" ]]; then
+					start "$name" "$CLUSTER_DIR/$name" "$BIN/worker" -effect-log "$EFFECT_LOG"
+				else
+					start "$name" "$CLUSTER_DIR/$name" "$BIN/worker"
+				fi
 			)
 		fi
 		wait_until "$name polling task queue keel" worker_polling "$name"

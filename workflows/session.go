@@ -217,7 +217,6 @@ func (s *session) turnInput(ctx workflow.Context, turn int) contract.TurnInput {
 		Policy:    s.in.Policy,
 		Retry:     s.in.Retry,
 		Sinks:     s.sinks,
-		Inject:    s.in.Inject,
 		Repeat:    s.state.Repeat,
 		Repairs:   s.state.Repairs,
 		Breakers:  s.state.Breakers,

@@ -103,7 +103,7 @@ func (t *turn) callModel(ctx workflow.Context) (contract.ModelResponse, error) {
 	actx := workflow.WithActivityOptions(ctx, modelCallOptions(t.in.Turn))
 	req := contract.ModelRequest{
 		SessionID: t.in.SessionID, Turn: t.in.Turn, Head: t.in.Head, Append: t.in.Pending,
-		Tools: t.in.Tools, Model: t.in.Model, Retry: t.in.Retry, Sinks: t.in.Sinks, Inject: t.in.Inject,
+		Tools: t.in.Tools, Model: t.in.Model, Retry: t.in.Retry, Sinks: t.in.Sinks,
 	}
 	var resp contract.ModelResponse
 	err := workflow.ExecuteActivity(actx, contract.CallModelActivity, req).Get(actx, &resp)

@@ -102,7 +102,7 @@ func (t *turn) runTool(ctx workflow.Context, call contract.ToolCall, server, key
 	actx := workflow.WithActivityOptions(ctx, toolOptions(call, t.in.Policy))
 	req := contract.ToolRequest{
 		SessionID: t.in.SessionID, Turn: t.in.Turn, Call: call, Workdir: t.in.Workdir,
-		Policy: t.in.Policy, Sinks: t.in.Sinks, Inject: t.in.Inject, Server: server,
+		Policy: t.in.Policy, Sinks: t.in.Sinks, Server: server,
 	}
 	var res contract.ToolResult
 	err := workflow.ExecuteActivity(actx, contract.RunToolActivity, req).Get(actx, &res)

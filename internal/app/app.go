@@ -72,9 +72,14 @@ func RegisterWorkflows(w worker.WorkflowRegistry) {
 	w.RegisterWorkflowWithOptions(workflows.AgentTurn, workflow.RegisterOptions{Name: contract.TurnWorkflow})
 }
 
+// ToolHook wraps the activities' tool runner at wiring time: the demo injects a tool fault, the
+// drills record every execution. Production wiring passes none.
+type ToolHook = func(activities.ToolRunner) activities.ToolRunner
+
 // Activities builds the activities' dependencies from the configuration. gatewayURL overrides the
-// configured base URL (the fake gateway's address when it runs in-process).
-func Activities(ctx context.Context, cfg config.Config, gatewayURL string) (*activities.Activities, func(), error) {
+// configured base URL (the fake gateway's address when it runs in-process); hooks wrap the tool
+// runner, the first innermost.
+func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks ...ToolHook) (*activities.Activities, func(), error) {
 	gcfg := gateway.Config{Provider: cfg.Gateway.Provider, BaseURL: cfg.Gateway.BaseURL, APIKey: cfg.Gateway.APIKey, Model: cfg.Gateway.Model}
 	if gatewayURL != "" {
 		gcfg.BaseURL = gatewayURL
@@ -96,10 +101,16 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string) (*act
 		Events:    events.NewPublisher(),
 		Notifiers: Notifiers(cfg),
 		OutputCap: cfg.OutputCap,
-		EffectLog: cfg.EffectLog,
 	}
 	if len(cfg.MCP) > 0 {
 		acts.MCP = mcp.NewManager(cfg.MCP)
+	}
+	if len(hooks) > 0 {
+		var r activities.ToolRunner = activities.DefaultTools{OutputCap: acts.OutputCap, MCP: acts.MCP}
+		for _, h := range hooks {
+			r = h(r)
+		}
+		acts.Tools = r
 	}
 	return acts, func() {
 		if acts.MCP != nil {
@@ -175,7 +186,7 @@ func NewWorker(c client.Client, cfg config.Config, acts *activities.Activities) 
 
 // RunWorker is the worker process: connect, build the dependencies, serve metrics if configured,
 // and serve the task queue until ctx ends.
-func RunWorker(ctx context.Context, cfg config.Config) error {
+func RunWorker(ctx context.Context, cfg config.Config, hooks ...ToolHook) error {
 	var mh client.MetricsHandler
 	if cfg.Metrics.Address != "" {
 		m, err := metrics.New()
@@ -197,7 +208,7 @@ func RunWorker(ctx context.Context, cfg config.Config) error {
 	if err := EnsureSearchAttributes(ctx, c, cfg.Temporal.Namespace); err != nil {
 		return err
 	}
-	acts, closeDeps, err := Activities(ctx, cfg, "")
+	acts, closeDeps, err := Activities(ctx, cfg, "", hooks...)
 	if err != nil {
 		return err
 	}

@@ -85,9 +85,10 @@ func (s *Stack) Close() {
 	}
 }
 
-// StartWorker runs a worker in this process against gatewayURL until stop is called.
-func StartWorker(ctx context.Context, c client.Client, cfg config.Config, gatewayURL string) (stop func(), err error) {
-	acts, closeDeps, err := Activities(ctx, cfg, gatewayURL)
+// StartWorker runs a worker in this process against gatewayURL, with hooks around its tool runner,
+// until stop is called.
+func StartWorker(ctx context.Context, c client.Client, cfg config.Config, gatewayURL string, hooks ...ToolHook) (stop func(), err error) {
+	acts, closeDeps, err := Activities(ctx, cfg, gatewayURL, hooks...)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/keelrun/keel/internal/devkit/demo"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
 	"github.com/keelrun/keel/internal/devkit/flakymcp/flaky"
+	"github.com/keelrun/keel/internal/devkit/toolhooks"
 	"github.com/keelrun/keel/internal/tools/mcp"
 )
 
@@ -83,7 +84,8 @@ func runDemo(ctx context.Context, g *globals, cfg config.Config, p printer, inje
 		}
 		defer stopMCP()
 	}
-	stop, err := app.StartWorker(ctx, c, cfg, stack.GatewayURL(cfg.Gateway.Provider))
+	// The fault reaches the scripted model through the task, and the tools through this worker.
+	stop, err := app.StartWorker(ctx, c, cfg, stack.GatewayURL(cfg.Gateway.Provider), toolhooks.ForMode(inject)...)
 	if err != nil {
 		return err
 	}
@@ -98,7 +100,7 @@ func runDemo(ctx context.Context, g *globals, cfg config.Config, p printer, inje
 		return fmt.Errorf("copying the demo workspace: %w", err)
 	}
 	p.info("workspace: " + workdir)
-	sum, err := startSession(ctx, c, cfg, sessionSpec{workflowID: wid, task: demoTask, workdir: workdir, inject: inject, output: output}, p)
+	sum, err := startSession(ctx, c, cfg, sessionSpec{workflowID: wid, task: fakegw.WithMode(demoTask, inject), workdir: workdir, output: output}, p)
 	if err != nil {
 		return err
 	}

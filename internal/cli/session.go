@@ -24,7 +24,6 @@ type sessionSpec struct {
 	workflowID string
 	task       string
 	workdir    string
-	inject     string
 	output     string
 	// job is true when the workflow ID comes from a job key: a finished job is not run again.
 	job bool
@@ -87,7 +86,6 @@ func sessionInput(cfg config.Config, spec sessionSpec) contract.SessionInput {
 		Limits:       cfg.Limits,
 		Policy:       cfg.Tools,
 		Retry:        cfg.Gateway.Retry,
-		Inject:       spec.inject,
 		Escalation:   cfg.Escalation.EscalationPolicy,
 		TurnsPerRun:  cfg.Temporal.TurnsPerRun,
 	}

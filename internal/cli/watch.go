@@ -94,7 +94,6 @@ func forkCmd(g *globals) *cobra.Command {
 					return err
 				}
 				in.Carry = &contract.SessionState{Head: head, Turns: turn, StartedAt: time.Now()}
-				in.Inject = ""
 				wid := newWorkflowID("fork")
 				p.info(fmt.Sprintf("forked %s at turn %d as %s", args[0], turn, wid))
 				sum, err := startSession(ctx, c, cfg, sessionSpec{workflowID: wid, task: "fork: " + in.Task, output: output, input: &in}, p)

@@ -21,14 +21,12 @@ import (
 
 // Config is the whole configuration. docs/configuration.md documents every key.
 type Config struct {
-	Temporal  Temporal
-	Dev       Dev
-	Gateway   Gateway
-	Limits    contract.Limits
-	Tools     contract.ToolPolicy
-	OutputCap int
-	// EffectLog is the side-effect log file (tools.effect_log), empty for none.
-	EffectLog  string
+	Temporal   Temporal
+	Dev        Dev
+	Gateway    Gateway
+	Limits     contract.Limits
+	Tools      contract.ToolPolicy
+	OutputCap  int
 	Store      Store
 	Escalation Escalation
 	Metrics    Metrics
@@ -157,7 +155,6 @@ var defaults = map[string]any{
 	"tools.command_timeout":           "60s",
 	"tools.approval_timeout":          "10m",
 	"tools.output_cap":                16384,
-	"tools.effect_log":                "",
 	"tools.breaker.failures":          5,
 	"tools.breaker.window":            "2m",
 	"tools.breaker.cooldown":          "60s",

@@ -103,7 +103,6 @@ func decode(v *viper.Viper) (Config, error) {
 	}
 	c.Tools.Fallbacks = v.GetStringMapString("tools.fallbacks")
 	c.OutputCap = int(d.integer("tools.output_cap"))
-	c.EffectLog = v.GetString("tools.effect_log")
 	if err := v.UnmarshalKey("mcp.servers", &c.MCP); err != nil && d.err == nil {
 		d.err = &Error{Key: "mcp.servers", Msg: "want a list of {name, command: [...]} or {name, url}: " + err.Error()}
 	}

@@ -20,8 +20,6 @@ type SessionInput struct {
 	Retry  RetryConfig `json:"retry"`
 	// Sinks are URLs that activities post live events to (deltas, tool calls, retries).
 	Sinks []string `json:"sinks,omitempty"`
-	// Inject names a fault to inject (tests, demo and selftest only); empty in production.
-	Inject string `json:"inject,omitempty"`
 	// Escalation configures deadlines and the default action of escalations.
 	Escalation EscalationPolicy `json:"escalation"`
 	// TurnsPerRun, when set, continues the session as new after that many turns in one run, on top

@@ -16,7 +16,6 @@ type TurnInput struct {
 	Policy  ToolPolicy  `json:"policy"`
 	Retry   RetryConfig `json:"retry"`
 	Sinks   []string    `json:"sinks,omitempty"`
-	Inject  string      `json:"inject,omitempty"`
 	// Repeat carries repeat detection across turns: the key of the last call and how many times in
 	// a row it was made.
 	Repeat RepeatState `json:"repeat"`
@@ -88,7 +87,6 @@ type ModelRequest struct {
 	Model     string      `json:"model,omitempty"`
 	Retry     RetryConfig `json:"retry"`
 	Sinks     []string    `json:"sinks,omitempty"`
-	Inject    string      `json:"inject,omitempty"`
 }
 
 // ModelResponse is the output of the CallModel activity. The assistant message is already in the
@@ -109,7 +107,6 @@ type ToolRequest struct {
 	Workdir   string     `json:"workdir"`
 	Policy    ToolPolicy `json:"policy"`
 	Sinks     []string   `json:"sinks,omitempty"`
-	Inject    string     `json:"inject,omitempty"`
 	// Server is the MCP server for MCP tools; empty for built-in tools.
 	Server string `json:"server,omitempty"`
 }
@@ -147,6 +144,3 @@ const StrictInstruction = "Your previous reply could not be parsed. Reply again 
 // PersonPrefix starts a user message that carries a person's instruction into the transcript (an
 // escalation answered with edit), so the model can tell it apart from the original task.
 const PersonPrefix = "[person] "
-
-// InjectHeader is the HTTP header that carries a fault-injection mode to the fake gateway.
-const InjectHeader = "X-Keel-Inject"

@@ -37,7 +37,7 @@ func TestChaosWorkerKills(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), chaosBudget)
 	defer cancel()
-	worker, err := env.Build("./worker")
+	worker, err := env.Build("./internal/devkit/recworker")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,10 +47,10 @@ func TestChaosWorkerKills(t *testing.T) {
 	}
 	defer gw.Close()
 	effects := filepath.Join(t.TempDir(), "effects.jsonl")
-	workerEnv := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true", "KEEL_GATEWAY_BASE_URL="+gw.BaseURL()+"/v1", "KEEL_TOOLS_EFFECT_LOG="+effects)
+	workerEnv := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true", "KEEL_GATEWAY_BASE_URL="+gw.BaseURL()+"/v1")
 	queue := envValue(workerEnv, "KEEL_TEMPORAL_TASK_QUEUE")
 
-	w := &workerProc{bin: worker, env: workerEnv, t: t}
+	w := &workerProc{bin: worker, args: []string{"-effect-log", effects}, env: workerEnv, t: t}
 	w.start()
 	defer w.kill()
 
@@ -126,14 +126,15 @@ func startChaosSessions(ctx context.Context, t *testing.T, queue string) []clien
 
 // workerProc is a worker process the test kills and restarts.
 type workerProc struct {
-	t   *testing.T
-	bin string
-	env []string
-	cmd *exec.Cmd
+	t    *testing.T
+	bin  string
+	args []string
+	env  []string
+	cmd  *exec.Cmd
 }
 
 func (w *workerProc) start() {
-	w.cmd = exec.Command(w.bin)
+	w.cmd = exec.Command(w.bin, w.args...)
 	w.cmd.Env = w.env
 	if err := w.cmd.Start(); err != nil {
 		w.t.Fatalf("starting the worker: %v", err)

@@ -53,8 +53,8 @@ func TestRateLimitedHerdSpreads(t *testing.T) {
 		runs[i], err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: cfg.Temporal.TaskQueue},
 			contract.SessionWorkflow, contract.SessionInput{
 				// A task of its own per session, so the gateway sees 50 different first calls.
-				Task: fmt.Sprintf("session %d: fix the failing test", i), Workdir: dir,
-				Limits: cfg.Limits, Sinks: []string{sink.URL()}, Inject: "rate_limit",
+				Task:    fakegw.WithMode(fmt.Sprintf("session %d: fix the failing test", i), fakegw.ModeRateLimit),
+				Workdir: dir, Limits: cfg.Limits, Sinks: []string{sink.URL()},
 			})
 		if err != nil {
 			t.Fatal(err)

@@ -29,7 +29,7 @@ import (
 func TestWorkerDiesMidTool(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	workerBin, err := env.Build("./worker")
+	workerBin, err := env.Build("./internal/devkit/recworker")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,8 +41,8 @@ func TestWorkerDiesMidTool(t *testing.T) {
 	metricsAddr := freeAddr(t)
 	effects := filepath.Join(t.TempDir(), "effects.jsonl")
 	environ := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true", "KEEL_GATEWAY_BASE_URL="+gw.BaseURL()+"/v1",
-		"KEEL_METRICS_ADDRESS="+metricsAddr, "KEEL_TOOLS_EFFECT_LOG="+effects)
-	w := &workerProc{bin: workerBin, env: environ, t: t}
+		"KEEL_METRICS_ADDRESS="+metricsAddr)
+	w := &workerProc{bin: workerBin, args: []string{"-effect-log", effects}, env: environ, t: t}
 	w.start()
 	defer w.kill()
 
@@ -51,7 +51,7 @@ func TestWorkerDiesMidTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, err := env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: envValue(environ, "KEEL_TEMPORAL_TASK_QUEUE")},
-		contract.SessionWorkflow, contract.SessionInput{Task: "fix the failing test", Workdir: ws, Inject: "long_command", Limits: contract.Limits{MaxTurns: 20}})
+		contract.SessionWorkflow, contract.SessionInput{Task: fakegw.WithMode("fix the failing test", fakegw.ModeLongCommand), Workdir: ws, Limits: contract.Limits{MaxTurns: 20}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
-	"github.com/keelrun/keel/internal/contract"
 )
 
 // anthropicProvider streams Anthropic Messages.
@@ -44,9 +43,6 @@ func (p *anthropicProvider) Stream(ctx context.Context, req Request, onDelta fun
 	}
 	x := &exchange{}
 	opts := []option.RequestOption{option.WithMiddleware(x.middleware)}
-	if req.Inject != "" {
-		opts = append(opts, option.WithHeader(contract.InjectHeader, req.Inject))
-	}
 	stream := p.messages.NewStreaming(ctx, params, opts...)
 	defer stream.Close()
 	if x.streaming() && x.mediaType != "text/event-stream" {

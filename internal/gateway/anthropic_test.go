@@ -141,9 +141,6 @@ func TestAnthropicRequestWireFormat(t *testing.T) {
 	if _, _, err := stream(t, g.client(t), req); err != nil {
 		t.Fatalf("Stream: %v", err)
 	}
-	if got := g.header.Get(contract.InjectHeader); got != "none" {
-		t.Errorf("%s = %q, want none", contract.InjectHeader, got)
-	}
 	// anthropic-sdk-go v2 sends the API key as a bearer token.
 	if got := g.header.Get("Authorization"); got != "Bearer test-key" {
 		t.Errorf("Authorization = %q", got)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/keelrun/keel/internal/contract"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 )
@@ -43,9 +42,6 @@ func (p *openaiProvider) Stream(ctx context.Context, req Request, onDelta func(s
 	}
 	x := &exchange{watchDone: true}
 	opts := []option.RequestOption{option.WithMiddleware(x.middleware)}
-	if req.Inject != "" {
-		opts = append(opts, option.WithHeader(contract.InjectHeader, req.Inject))
-	}
 	stream := p.chat.NewStreaming(ctx, params, opts...)
 	defer stream.Close()
 	if x.streaming() && x.mediaType != "text/event-stream" {

@@ -88,9 +88,6 @@ func TestOpenAIRequestWireFormat(t *testing.T) {
 	if _, _, err := stream(t, g.client(t), testRequest()); err != nil {
 		t.Fatalf("Stream: %v", err)
 	}
-	if got := g.header.Get(contract.InjectHeader); got != "none" {
-		t.Errorf("%s = %q, want none", contract.InjectHeader, got)
-	}
 	if got := g.header.Get("Authorization"); got != "Bearer test-key" {
 		t.Errorf("Authorization = %q", got)
 	}

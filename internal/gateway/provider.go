@@ -27,9 +27,6 @@ type Request struct {
 	Tools []contract.ToolSpec
 	// Strict appends contract.StrictInstruction, because the previous reply did not parse.
 	Strict bool
-	// Inject, when non-empty, is sent as the contract.InjectHeader header so a fake gateway can
-	// inject a fault. It is empty in production.
-	Inject string
 }
 
 // Response is one complete model reply.

@@ -106,7 +106,6 @@ func testRequest() Request {
 			Parameters: []byte(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`),
 		}},
 		Strict: true,
-		Inject: "none",
 	}
 }
 

@@ -25,10 +25,6 @@ const (
 	DefaultOutputCap      = 16 << 10
 )
 
-// InjectToolError makes the first write_file of a session fail before it writes anything, so the
-// "retry as is" path can be exercised end to end.
-const InjectToolError = "tool_error"
-
 // Box is a work directory and the rules for running tools in it. Every path a tool is given is
 // resolved inside Root; nothing outside it is read, written or run.
 type Box struct {
@@ -43,20 +39,12 @@ type Box struct {
 	Sandbox *sandbox.Config
 }
 
-// RunOptions carries what a call needs beyond its arguments.
-type RunOptions struct {
-	// SessionID keys per-session fault injection.
-	SessionID string
-	// Inject names a fault to inject; empty in production.
-	Inject string
-}
-
 // Run executes one tool call. It never fails in the Go sense: every failure is a result with
 // IsError set, Content written for the model and Changed saying whether anything changed.
 // A command that ran counts as a change (Changed true, whatever its exit status), because nothing
 // tells what it touched. Cancelling ctx stops a running command's whole process group; the
 // activity that calls Run must heartbeat for the cancellation to reach ctx.
-func (b *Box) Run(ctx context.Context, call contract.ToolCall, opt RunOptions) contract.ToolResult {
+func (b *Box) Run(ctx context.Context, call contract.ToolCall) contract.ToolResult {
 	specs := toolspec.Builtin()
 	spec, ok := toolspec.Lookup(specs, call.Name)
 	if !ok {
@@ -78,9 +66,6 @@ func (b *Box) Run(ctx context.Context, call contract.ToolCall, opt RunOptions) c
 	case toolspec.WriteFile:
 		var a struct{ Path, Content string }
 		decodeArgs(call.Arguments, &a)
-		if opt.Inject == InjectToolError && injected.first(opt.SessionID) {
-			return refused(fmt.Sprintf("The write to %s failed and the file is unchanged; retry as is.", named(a.Path)))
-		}
 		return writeFile(root, a.Path, a.Content)
 	case toolspec.EditFile:
 		var a struct{ Path, Old, New string }

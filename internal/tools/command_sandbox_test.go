@@ -55,7 +55,7 @@ func TestSandboxedStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan contract.ToolResult, 1)
 	go func() {
-		done <- callCtx(t, ctx, b, "run_command", map[string]any{"command": `sh -c 'setsid sleep 1014 >/dev/null 2>&1 & echo started; sleep 1015'`}, RunOptions{})
+		done <- callCtx(t, ctx, b, "run_command", map[string]any{"command": `sh -c 'setsid sleep 1014 >/dev/null 2>&1 & echo started; sleep 1015'`})
 	}()
 	waitFor(t, func() bool { return processWith("1015") })
 	cancel()

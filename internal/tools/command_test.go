@@ -130,7 +130,7 @@ func TestCommandCancelKillsGroup(t *testing.T) {
 		}
 	}()
 	start := time.Now()
-	res := callCtx(t, ctx, b, "run_command", map[string]any{"command": `sh -c 'sleep 30 & echo $$ $! > pid; sleep 30'`}, RunOptions{})
+	res := callCtx(t, ctx, b, "run_command", map[string]any{"command": `sh -c 'sleep 30 & echo $$ $! > pid; sleep 30'`})
 	if time.Since(start) > 10*time.Second {
 		t.Fatal("the command was not stopped by cancellation")
 	}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/keelrun/keel/internal/contract"
@@ -127,31 +126,6 @@ func TestWriteAtomic(t *testing.T) {
 	}
 }
 
-// sessions numbers test sessions, because the injection memory lives as long as the process.
-var sessions atomic.Int64
-
-// TestInjectedWriteFailure checks the tool_error hook: the first write_file of each session fails
-// before writing; later ones go through.
-func TestInjectedWriteFailure(t *testing.T) {
-	b, _ := newBox(t)
-	args := map[string]any{"path": "calc.go", "content": "package calc // v2\n"}
-	session := fmt.Sprintf("session-%d", sessions.Add(1)) // unique even when the test runs again in one process
-	before := snapshot(t, b.Root)
-	res := callCtx(t, context.Background(), b, "write_file", args, RunOptions{SessionID: session, Inject: InjectToolError})
-	if !res.IsError || res.Changed || res.Content != `The write to "calc.go" failed and the file is unchanged; retry as is.` {
-		t.Fatalf("first write: %+v", res)
-	}
-	assertUnchanged(t, before, snapshot(t, b.Root))
-	res = callCtx(t, context.Background(), b, "write_file", args, RunOptions{SessionID: session, Inject: InjectToolError})
-	if res.IsError || !res.Changed {
-		t.Fatalf("retry: %+v", res)
-	}
-	res = callCtx(t, context.Background(), b, "write_file", args, RunOptions{SessionID: session + "-other", Inject: InjectToolError})
-	if !res.IsError {
-		t.Fatalf("first write of another session: %+v", res)
-	}
-}
-
 func TestEditFile(t *testing.T) {
 	const dup = "x := 1\ny := 2\nx := 1\n"
 	tests := []struct {
@@ -222,7 +196,7 @@ func TestRunRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := snapshot(t, b.Root)
-			res := b.Run(context.Background(), contract.ToolCall{Name: tt.tool, Arguments: tt.args}, RunOptions{})
+			res := b.Run(context.Background(), contract.ToolCall{Name: tt.tool, Arguments: tt.args})
 			checkFailure(t, b, res)
 			assertUnchanged(t, before, snapshot(t, b.Root))
 			if !res.IsError || res.Changed || !strings.Contains(res.Content, tt.want) {

@@ -19,10 +19,10 @@ import (
 // location of the work directory.
 func call(t *testing.T, b *Box, name string, args any) contract.ToolResult {
 	t.Helper()
-	return callCtx(t, context.Background(), b, name, args, RunOptions{})
+	return callCtx(t, context.Background(), b, name, args)
 }
 
-func callCtx(t *testing.T, ctx context.Context, b *Box, name string, args any, opt RunOptions) contract.ToolResult {
+func callCtx(t *testing.T, ctx context.Context, b *Box, name string, args any) contract.ToolResult {
 	t.Helper()
 	text, ok := args.(string)
 	if !ok {
@@ -32,7 +32,7 @@ func callCtx(t *testing.T, ctx context.Context, b *Box, name string, args any, o
 		}
 		text = string(raw)
 	}
-	res := b.Run(ctx, contract.ToolCall{ID: "c1", Name: name, Arguments: text}, opt)
+	res := b.Run(ctx, contract.ToolCall{ID: "c1", Name: name, Arguments: text})
 	if res.IsError {
 		checkFailure(t, b, res)
 	}

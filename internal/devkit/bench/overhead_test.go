@@ -210,7 +210,7 @@ func plainLoop(b *testing.B, ctx context.Context, workdir string, toolTurns int)
 		}
 		batch := []contract.Message{resp.Message}
 		for _, call := range resp.Message.ToolCalls {
-			res := box.Run(ctx, call, tools.RunOptions{})
+			res := box.Run(ctx, call)
 			batch = append(batch, contract.Message{Role: contract.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: res.Content})
 		}
 		if head, err = st.Append(ctx, head, batch); err != nil {

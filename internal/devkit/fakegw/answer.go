@@ -13,7 +13,10 @@ import (
 
 // answer records a parsed request, then writes its reply or its injected fault.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, wf wire, t transcript, body []byte) {
-	mode := strings.TrimSpace(r.Header.Get(contract.InjectHeader))
+	mode := strings.TrimSpace(r.Header.Get(ModeHeader))
+	if mode == "" {
+		mode = t.mode()
+	}
 	sum := sha256.Sum256(append([]byte(r.URL.Path+"\n"+mode+"\n"), body...))
 	rec := Record{
 		Path: r.URL.Path, Format: wf.name(), Mode: mode, Hash: hex.EncodeToString(sum[:]),

@@ -307,7 +307,7 @@ func (w wireCase) call(t *testing.T, srv *httptest.Server, mode string, body []b
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if mode != "" {
-		req.Header.Set(contract.InjectHeader, mode)
+		req.Header.Set(ModeHeader, mode)
 	}
 	resp, err := srv.Client().Do(req)
 	if err != nil {
@@ -349,7 +349,7 @@ func postStream(t *testing.T, ctx context.Context, url, mode string, body []byte
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set(contract.InjectHeader, mode)
+	req.Header.Set(ModeHeader, mode)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

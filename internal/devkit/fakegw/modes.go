@@ -1,7 +1,14 @@
 package fakegw
 
-// Injection modes, chosen per request by the contract.InjectHeader header. An empty or unknown
-// value runs the plain demo script.
+import (
+	"strings"
+)
+
+// Injection modes. The scripted model reads its mode from the conversation: a line of the task
+// made by WithMode, the way a real model takes instructions from the task. So the mode reaches the
+// fake through whichever worker serves the session, and no part of Keel's code carries it. A
+// client that talks to the fake directly may send the ModeHeader header instead. An empty or
+// unknown mode runs the plain demo script.
 //
 // Gateway faults happen only on "the first model call" (a request with no assistant message), and
 // attempts are counted per request body, so a retry of the same request sees the next attempt.
@@ -63,4 +70,35 @@ var Modes = []string{
 	ModeRateLimit, ModeThrottleForever, ModeNetwork, ModeServerError, ModeOverloaded,
 	ModeTruncatedStart, ModeTruncated, ModeSchema, ModeRefusal, ModeBudget, ModeUnknown,
 	ModeBadArgs, ModeLoop, ModeLongCommand, ModeHang, ModeSlowStream, ModeToolError, ModeBreaker,
+}
+
+// ModeHeader is the HTTP header a direct client of the fake may use to pick the mode of one
+// request; it wins over a mode named in the task.
+const ModeHeader = "X-Fake-Gateway-Mode"
+
+// modeLine starts the task line that names the mode.
+const modeLine = "fake gateway mode: "
+
+// WithMode returns task with a last line naming mode for the scripted model; an empty mode leaves
+// task as it is.
+func WithMode(task, mode string) string {
+	if mode == "" {
+		return task
+	}
+	return task + "\n\n" + modeLine + mode
+}
+
+// mode is the mode named by the first user message that names one, or "".
+func (t transcript) mode() string {
+	for _, m := range t.Messages {
+		if m.Role != "user" {
+			continue
+		}
+		for line := range strings.Lines(m.Text) {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), modeLine); ok {
+				return strings.TrimSpace(rest)
+			}
+		}
+	}
+	return ""
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/openai/openai-go/v3"
 	oaoption "github.com/openai/openai-go/v3/option"
 
-	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/demo"
 )
 
@@ -27,12 +26,12 @@ func sdkContext(t *testing.T) context.Context {
 // openAIClient is configured as the gateway configures it: base URL .../v1, no SDK retries.
 func openAIClient(baseURL, mode string) openai.Client {
 	return openai.NewClient(oaoption.WithBaseURL(baseURL+"/v1"), oaoption.WithAPIKey("test"),
-		oaoption.WithMaxRetries(0), oaoption.WithHeader(contract.InjectHeader, mode))
+		oaoption.WithMaxRetries(0), oaoption.WithHeader(ModeHeader, mode))
 }
 
 func anthropicClient(baseURL, mode string) anth.Client {
 	return anth.NewClient(anthoption.WithBaseURL(baseURL), anthoption.WithAPIKey("test"),
-		anthoption.WithMaxRetries(0), anthoption.WithHeader(contract.InjectHeader, mode))
+		anthoption.WithMaxRetries(0), anthoption.WithHeader(ModeHeader, mode))
 }
 
 // openAITurn streams one completion and returns the accumulated message.

@@ -1,8 +1,8 @@
 // Package fakegw is a local model gateway for Keel's demo and tests. It speaks the real wire
 // formats of OpenAI chat completions and the Anthropic Messages API (both streaming over SSE), so
 // the real provider clients talk to it unchanged, and it answers with a scripted, stateless model
-// that walks the demo task. Faults and odd model behaviour are injected per request through the
-// contract.InjectHeader header (see the Mode constants).
+// that walks the demo task. Faults and odd model behaviour are picked by a line of the task (see
+// WithMode and the Mode constants).
 package fakegw
 
 import (
