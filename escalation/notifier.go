@@ -22,6 +22,8 @@ type Answerer interface {
 	// Approve approves or denies the tool call a session waits on (the approve_call update).
 	Approve(ctx context.Context, workflowID string, d contract.ApprovalDecision) (contract.AnswerResult, error)
 	Cancel(ctx context.Context, workflowID string, req contract.CancelRequest) error
+	// Say adds a person's message to a running session (the say update).
+	Say(ctx context.Context, workflowID string, m contract.Say) (contract.SayResult, error)
 	Status(ctx context.Context, workflowID string) (contract.SessionStatus, error)
 }
 

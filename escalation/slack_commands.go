@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/keelrun/keel/internal/contract"
 )
 
 // slackUsage is the reply to an empty or unknown slash command.
-const slackUsage = "Usage: `/keel status WORKFLOW_ID` or `/keel stop WORKFLOW_ID [reason]`"
+const slackUsage = "Usage: `/keel status WORKFLOW_ID`, `/keel stop WORKFLOW_ID [reason]`, `/keel say WORKFLOW_ID message` or `/keel interrupt WORKFLOW_ID message`"
 
 // commandReply is the JSON body Slack shows for a slash command, at once or via response_url.
 type commandReply struct {
@@ -21,14 +22,15 @@ type commandReply struct {
 }
 
 // handleCommand serves the slash command: status runs the status query, stop sends the cancel
-// signal. It acknowledges at once and posts the outcome to the command's response_url.
+// signal, say and interrupt add a message to the session (interrupt cancels the turn in flight
+// first). It acknowledges at once and posts the outcome to the command's response_url.
 func (b *SlackBot) handleCommand(w http.ResponseWriter, r *http.Request) {
 	form, ok := b.verified(w, r)
 	if !ok || !b.allowed(w, form.Get("team_id"), form.Get("user_id")) {
 		return
 	}
 	fields := strings.Fields(form.Get("text"))
-	if len(fields) < 2 || (fields[0] != "status" && fields[0] != "stop") {
+	if len(fields) < 2 || !knownVerb(fields[0]) || (isSay(fields[0]) && len(fields) < 3) {
 		writeJSON(w, commandReply{ResponseType: "ephemeral", Text: slackUsage})
 		return
 	}
@@ -37,13 +39,45 @@ func (b *SlackBot) handleCommand(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, commandReply{ResponseType: "ephemeral", Text: fmt.Sprintf("Working on `%s %s`…", verb, wf)})
 	b.background(func(ctx context.Context) {
 		var text string
-		if verb == "status" {
+		switch {
+		case verb == "status":
 			text = b.runStatus(ctx, wf)
-		} else {
+		case isSay(verb):
+			text = b.runSay(ctx, wf, user, verb == "interrupt", sayText(form.Get("text")))
+		default:
 			text = b.runStop(ctx, wf, user, reason)
 		}
 		b.respond(ctx, respURL, text)
 	})
+}
+
+func knownVerb(v string) bool { return v == "status" || v == "stop" || isSay(v) }
+
+func isSay(v string) bool { return v == "say" || v == "interrupt" }
+
+// sayText is the message of a say command as the person typed it: everything after the verb and
+// the workflow ID, with its own spacing and line breaks.
+func sayText(text string) string {
+	rest := strings.TrimSpace(text)
+	for range 2 {
+		if i := strings.IndexFunc(rest, unicode.IsSpace); i >= 0 {
+			rest = strings.TrimSpace(rest[i:])
+		}
+	}
+	return rest
+}
+
+// runSay adds a person's message to the session through the say update.
+func (b *SlackBot) runSay(ctx context.Context, wf, user string, interrupt bool, text string) string {
+	res, err := b.cfg.Answerer.Say(ctx, wf, contract.Say{Text: text, By: "<@" + user + ">", Via: "slack", Interrupt: interrupt})
+	if err != nil {
+		b.cfg.Logger.Warn("slack say command", "workflow_id", wf, "error", err)
+		return fmt.Sprintf("Could not send the message to `%s`: %v", wf, err)
+	}
+	if !res.Accepted {
+		return fmt.Sprintf("`%s` did not take the message: %s", wf, res.Message)
+	}
+	return fmt.Sprintf("Message sent to `%s`: %s", wf, res.Message)
 }
 
 // runStatus asks the session for its status and renders it.

@@ -71,7 +71,13 @@ func TestSlackBotCommands(t *testing.T) {
 		wantReply   string
 		wantStatus  int
 		wantCancels []cancelCall
+		wantSays    []sayCall
 	}{
+		{name: "say", text: "say keel-abc  use the table,\nplease", wantAck: "Working on `say keel-abc`",
+			wantReply: "Message sent to `keel-abc`: message queued", wantSays: []sayCall{{"keel-abc", contract.Say{Text: "use the table,\nplease", By: "<@U2>", Via: "slack"}}}},
+		{name: "interrupt", text: "interrupt keel-abc stop and read the README", wantAck: "Working on `interrupt keel-abc`",
+			wantReply: "Message sent", wantSays: []sayCall{{"keel-abc", contract.Say{Text: "stop and read the README", By: "<@U2>", Via: "slack", Interrupt: true}}}},
+		{name: "say without a message", text: "say keel-abc", wantAck: "Usage:"},
 		{name: "status", text: "status keel-abc", wantAck: "Working on `status keel-abc`", wantStatus: 1,
 			wantReply: "Session `keel-abc`: *waiting*, turn 3, 1234 tokens, 5 tool calls (1 blocked)\nWaiting on escalation `esc-1`"},
 		{name: "stop with reason", text: "stop keel-abc wrong branch", wantAck: "Working on `stop keel-abc`",
@@ -101,6 +107,7 @@ func TestSlackBotCommands(t *testing.T) {
 			assert.Empty(t, h.ans.answers)
 			assert.Len(t, h.ans.status, tt.wantStatus)
 			assert.Equal(t, tt.wantCancels, h.ans.cancels)
+			assert.Equal(t, tt.wantSays, h.ans.says)
 			assert.Empty(t, h.slack.replies)
 		})
 	}

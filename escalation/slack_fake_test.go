@@ -164,6 +164,7 @@ type recordingAnswerer struct {
 	answers   []answerCall
 	approvals []approveCall
 	cancels   []cancelCall
+	says      []sayCall
 	status    []string
 	result    contract.AnswerResult
 	err       error
@@ -178,6 +179,19 @@ type answerCall struct {
 type approveCall struct {
 	WorkflowID string
 	Decision   contract.ApprovalDecision
+}
+
+type sayCall struct {
+	WorkflowID string
+	Say        contract.Say
+}
+
+func (a *recordingAnswerer) Say(_ context.Context, wf string, m contract.Say) (contract.SayResult, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.says = append(a.says, sayCall{wf, m})
+	a.called <- struct{}{}
+	return contract.SayResult{Accepted: true, Seq: len(a.says), Message: "message queued"}, a.err
 }
 
 type cancelCall struct {

@@ -78,6 +78,30 @@ func (t TemporalAnswerer) Cancel(ctx context.Context, workflowID string, req con
 	return nil
 }
 
+// Say sends a person's message as the session's say update and waits until the session took it
+// (or refused it, with the reason, when it has ended or the text is empty or too long). The SDK
+// gives the update one ID for all its own retries, so the message is added once.
+func (t TemporalAnswerer) Say(ctx context.Context, workflowID string, m contract.Say) (contract.SayResult, error) {
+	h, err := t.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   workflowID,
+		UpdateName:   contract.UpdateSay,
+		Args:         []any{m},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return contract.SayResult{}, fmt.Errorf("sending the say update to %s: %w", workflowID, err)
+	}
+	var res contract.SayResult
+	if err := h.Get(ctx, &res); err != nil {
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) {
+			return contract.SayResult{Message: appErr.Message()}, nil
+		}
+		return contract.SayResult{}, fmt.Errorf("waiting for the say update of %s: %w", workflowID, err)
+	}
+	return res, nil
+}
+
 // Status asks the session where it is, without reading its history.
 func (t TemporalAnswerer) Status(ctx context.Context, workflowID string) (contract.SessionStatus, error) {
 	v, err := t.Client.QueryWorkflow(ctx, workflowID, "", contract.QueryStatus)

@@ -17,7 +17,7 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 		return err
 	}
 	if err := workflow.SetQueryHandler(ctx, contract.QueryTranscript, func() (contract.Transcript, error) {
-		return contract.Transcript{Head: s.state.Head, Pending: s.state.Pending}, nil
+		return contract.Transcript{Head: s.state.Head, Pending: slices.Concat(s.state.Pending, s.state.Inbox)}, nil
 	}); err != nil {
 		return err
 	}
@@ -33,6 +33,9 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 		},
 		workflow.UpdateHandlerOptions{Validator: s.validateApproval, Description: "Approve or deny the tool call waiting for a person (call id and argument digest)"},
 	); err != nil {
+		return err
+	}
+	if err := s.registerSay(ctx); err != nil {
 		return err
 	}
 	s.listenSignals(ctx)
@@ -61,6 +64,11 @@ func (s *session) listenSignals(ctx workflow.Context) {
 					return
 				}
 				_, _ = s.answer(a)
+			})
+			sel.AddReceive(s.sayCh, func(c workflow.ReceiveChannel, _ bool) {
+				var m contract.Say
+				c.Receive(ctx, &m)
+				s.say(ctx, m)
 			})
 			sel.AddReceive(sinkCh, func(c workflow.ReceiveChannel, _ bool) {
 				var a contract.AttachSink

@@ -43,6 +43,14 @@ type session struct {
 	escalSeq   int
 	approval   *contract.Approval
 	decision   *contract.ApprovalDecision
+
+	// sayCh receives the say signal; modelTurn says the turn in flight calls the model (only such a
+	// turn may be interrupted); interrupted marks a turn a person's message cancelled; closing
+	// refuses new messages once the session has decided to complete.
+	sayCh       workflow.ReceiveChannel
+	modelTurn   bool
+	interrupted bool
+	closing     bool
 }
 
 func newSession(ctx workflow.Context, in contract.SessionInput) *session {
@@ -104,7 +112,15 @@ func (s *session) run(ctx workflow.Context) (contract.Summary, error) {
 		turn := s.state.Turns + 1
 		s.setDetails(ctx, fmt.Sprintf("turn %d running", turn))
 		id := contract.TurnWorkflowID(workflow.GetInfo(ctx).WorkflowExecution.ID, turn)
+		s.deliverInbox(ctx)
+		s.modelTurn = true
 		res, outcome := s.runTurn(ctx, s.turnInput(ctx, turn), id, deadline)
+		s.modelTurn = false
+		if outcome == turnInterrupted {
+			s.absorbInterrupted(ctx, turn, res)
+			s.turnsThisRun++
+			continue
+		}
 		if sum, done := s.turnStopped(ctx, res, outcome); done {
 			return s.finish(ctx, sum)
 		}
@@ -134,6 +150,9 @@ func (s *session) run(ctx workflow.Context) (contract.Summary, error) {
 				return s.finish(ctx, sum)
 			}
 		case res.Final:
+			if s.holdForInbox(ctx) {
+				continue
+			}
 			return s.finish(ctx, s.summary(ctx, contract.StatusCompleted, res.Answer))
 		}
 	}
@@ -146,6 +165,8 @@ const (
 	turnDone turnOutcome = iota
 	turnCancelled
 	turnTimedOut
+	// turnInterrupted: a person's message cancelled the turn; the session goes on.
+	turnInterrupted
 )
 
 // turnStopped ends the session when a turn was cancelled or ran out of time.
@@ -192,11 +213,15 @@ func (s *session) runTurn(ctx workflow.Context, in contract.TurnInput, id string
 	var res contract.TurnResult
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	err := fut.Get(dctx, &res)
+	defer func() { s.interrupted = false }()
 	switch {
 	case s.cancelReq != nil || ctx.Err() != nil:
 		return res, turnCancelled
 	case outcome == turnTimedOut:
 		return res, turnTimedOut
+	case s.interrupted && (res.Cancelled || isCanceled(err)):
+		s.interrupted = false
+		return res, turnInterrupted
 	case res.Cancelled || isCanceled(err):
 		return res, turnCancelled
 	case err != nil:
@@ -262,6 +287,7 @@ func (s *session) continueAsNew(ctx workflow.Context) error {
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
 	}
+	s.drainSay(ctx)
 	next := s.in
 	st := s.state
 	next.Carry = &st

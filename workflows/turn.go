@@ -80,9 +80,12 @@ func (t *turn) resume(ctx workflow.Context) (contract.TurnResult, error) {
 func (t *turn) runCalls(ctx workflow.Context, calls []contract.ToolCall) (contract.TurnResult, error) {
 	for i, call := range calls {
 		if ctx.Err() != nil {
-			return t.res, temporal.NewCanceledError()
+			return t.stopCalls(ctx, calls[i:], false)
 		}
 		if err := t.handleCall(ctx, call); err != nil {
+			if isCanceled(err) {
+				return t.stopCalls(ctx, calls[i:], true)
+			}
 			return t.res, err
 		}
 		if t.res.NeedsApproval != nil {
@@ -94,6 +97,24 @@ func (t *turn) runCalls(ctx workflow.Context, calls []contract.ToolCall) (contra
 			break
 		}
 	}
+	return t.finish(), nil
+}
+
+// stopCalls ends a turn cancelled during its tool calls. Turns since keep-interrupted-turn return
+// what they have, answering the call that was running (its outcome is unknown) and the calls not
+// started, so a session that goes on (a person interrupted it) keeps a well-formed transcript.
+func (t *turn) stopCalls(ctx workflow.Context, rest []contract.ToolCall, running bool) (contract.TurnResult, error) {
+	if workflow.GetVersion(ctx, versionKeepInterrupted, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return t.res, temporal.NewCanceledError()
+	}
+	for i, c := range rest {
+		if i == 0 && running {
+			t.reply(c, toolspec.OutcomeUnknownFeedback(c.Name, c.Arguments), true)
+			continue
+		}
+		t.reply(c, fmt.Sprintf("%s was not run: a person interrupted the turn; nothing was changed. Read their message and send it again if it is still needed.", c.Name), true)
+	}
+	t.res.Cancelled = true
 	return t.finish(), nil
 }
 

@@ -141,3 +141,54 @@ func escalationsCmd(g *globals) *cobra.Command {
 		},
 	}
 }
+
+func sayCmd(g *globals) *cobra.Command {
+	var interrupt bool
+	cmd := &cobra.Command{
+		Use:   "say WORKFLOW_ID TEXT",
+		Short: "Add a message to a running session; it reaches the next model call (after the turn in flight, or at once with --interrupt)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return sendSay(g, cmd, args[0], args[1], interrupt)
+		},
+	}
+	cmd.Flags().BoolVar(&interrupt, "interrupt", false, "cancel the turn in flight first (its partial reply and finished tool results are kept)")
+	return cmd
+}
+
+func interruptCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "interrupt WORKFLOW_ID TEXT",
+		Short: "Cancel the turn in flight and give the model a message; the session goes on",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return sendSay(g, cmd, args[0], args[1], true)
+		},
+	}
+}
+
+// sendSay sends the say update and reports whether the session took the message; a refusal
+// (ended session, empty or oversized text) exits 1 with the reason.
+func sendSay(g *globals, cmd *cobra.Command, workflowID, text string, interrupt bool) error {
+	if strings.TrimSpace(text) == "" {
+		return usageErr("the message is empty")
+	}
+	if len(text) > contract.MaxSayBytes {
+		return usageErr("the message is %d bytes; the most a message may have is %d", len(text), contract.MaxSayBytes)
+	}
+	return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
+		res, err := escalation.TemporalAnswerer{Client: c}.Say(ctx, workflowID, contract.Say{Text: text, By: currentUser(), Via: "cli", Interrupt: interrupt})
+		if err != nil && strings.Contains(err.Error(), "already completed") {
+			res, err = contract.SayResult{Message: fmt.Sprintf("session %s has already ended", workflowID)}, nil
+		}
+		if err != nil {
+			return err
+		}
+		if !res.Accepted {
+			fmt.Fprintln(g.stdout, "refused: "+res.Message)
+			return &exitError{code: ExitFailure}
+		}
+		fmt.Fprintln(g.stdout, res.Message)
+		return nil
+	})
+}

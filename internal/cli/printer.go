@@ -68,6 +68,8 @@ func (t *textPrinter) event(e contract.Event) {
 		default:
 			t.line(fmt.Sprintf("[%s] %s", e.Class, firstLines(e.Text, 6)))
 		}
+	case contract.EventSay:
+		t.line(fmt.Sprintf("» %s: %s", e.By, firstLines(e.Text, 6)))
 	case contract.EventEscalation:
 		if e.Escalation != nil {
 			t.line("! " + escalation.Text(*e.Escalation))

@@ -75,7 +75,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	pf.String("namespace", "", "Temporal namespace (temporal.namespace)")
 	pf.String("state-dir", "", "folder for the dev server's state and the local store (dev.state_dir)")
 	root.AddCommand(demoCmd(g), runCmd(g), devCmd(g), cancelCmd(g), answerCmd(g), escalationsCmd(g), gatewayCmd(g),
-		attemptsCmd(g), watchCmd(g), forkCmd(g), selftestCmd(g), approveCmd(g))
+		attemptsCmd(g), watchCmd(g), forkCmd(g), selftestCmd(g), approveCmd(g), sayCmd(g), interruptCmd(g))
 
 	err := root.ExecuteContext(ctx)
 	if err == nil {

@@ -41,5 +41,7 @@ type Event struct {
 	Limit string `json:"limit,omitempty"`
 	// Escalation is set on escalation events.
 	Escalation *Escalation `json:"escalation,omitempty"`
-	Time       time.Time   `json:"time,omitempty"`
+	// By says who sent a steering message (say events).
+	By   string    `json:"by,omitempty"`
+	Time time.Time `json:"time,omitempty"`
 }

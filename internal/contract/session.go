@@ -50,6 +50,10 @@ type SessionState struct {
 	// Tools are the tools offered to the model: the built-in ones and those of the MCP servers,
 	// listed once when the session starts.
 	Tools []ToolSpec `json:"tools,omitempty"`
+	// Inbox holds messages people sent (the say update or signal) that no model call has seen yet;
+	// the next turn that calls the model takes them. SaySeq numbers them across runs.
+	Inbox  []Message `json:"inbox,omitempty"`
+	SaySeq int       `json:"say_seq,omitempty"`
 }
 
 // MaxKeptEvents bounds the session-level events a session keeps for its status query.

@@ -20,8 +20,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, wf wire, t trans
 	sum := sha256.Sum256(append([]byte(r.URL.Path+"\n"+mode+"\n"), body...))
 	rec := Record{
 		Path: r.URL.Path, Format: wf.name(), Mode: mode, Hash: hex.EncodeToString(sum[:]),
-		First:  !t.hasAssistant(),
-		Strict: strings.Contains(t.allText(), contract.StrictInstruction),
+		First:   !t.hasAssistant(),
+		Strict:  strings.Contains(t.allText(), contract.StrictInstruction),
+		Persons: t.personTexts(),
 	}
 	attempt, idx := s.stats.begin(rec)
 	f := faultFor(mode, attempt, rec.First)

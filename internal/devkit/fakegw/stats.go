@@ -23,6 +23,10 @@ type Record struct {
 	First bool
 	// Strict is true when the request carried contract.StrictInstruction.
 	Strict bool
+	// Persons are the texts of the user messages in the request that carry a person's words
+	// (contract.PersonPrefix: an escalation edit or a steering message), in order, so a test can
+	// check what each model call was given.
+	Persons []string
 	// Status is the HTTP status sent; 0 when the connection was closed before any byte.
 	Status int
 	// Fault names the fault injected into this response, empty for a normal reply.
@@ -121,6 +125,7 @@ func (st *stats) snapshot() (Stats, <-chan struct{}) {
 	c.Records = slices.Clone(st.s.Records)
 	for i := range c.Records {
 		c.Records[i].Tools = slices.Clone(c.Records[i].Tools)
+		c.Records[i].Persons = slices.Clone(c.Records[i].Persons)
 	}
 	return c, st.changed
 }

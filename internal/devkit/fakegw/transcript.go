@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/keelrun/keel/internal/contract"
 )
 
 // transcript is a request's conversation in one shape for both wire formats, which is all the
@@ -45,6 +47,17 @@ func (t transcript) hasAssistant() bool {
 		}
 	}
 	return false
+}
+
+// personTexts are the user messages that carry a person's words, in order.
+func (t transcript) personTexts() []string {
+	var out []string
+	for _, m := range t.Messages {
+		if m.Role == "user" && strings.HasPrefix(m.Text, contract.PersonPrefix) {
+			out = append(out, m.Text)
+		}
+	}
+	return out
 }
 
 // allText is every piece of text in the request, for substring checks.

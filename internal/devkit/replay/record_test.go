@@ -69,6 +69,8 @@ func TestRecordHistories(t *testing.T) {
 		{name: "approval", env: []string{"KEEL_TOOLS_APPROVAL=writes"}, steer: approveAll, status: contract.StatusCompleted},
 		{name: "max-duration", args: []string{"--max-duration", "3s", "--inject", "long_command"}, status: contract.StatusLimit},
 		{name: "breaker", args: []string{"--inject", "breaker"}, status: contract.StatusCompleted},
+		{name: "say", args: []string{"--inject", "long_command"}, steer: sayWhileRunning, status: contract.StatusCompleted},
+		{name: "interrupt", args: []string{"--inject", "long_command"}, steer: interruptWhileRunning, status: contract.StatusCompleted},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -120,6 +122,20 @@ func cancelWhileRunning(t *testing.T, s *session) {
 	// The pause is the scenario (the command has been running a while), not a wait for something.
 	<-time.After(2 * time.Second)
 	s.control(t, "cancel", s.workflowID(t), "--reason", "recording a cancelled session")
+}
+
+// sayWhileRunning sends `starter say` while the long command runs: the message waits for the turn
+// to end and reaches the next model call.
+func sayWhileRunning(t *testing.T, s *session) {
+	s.waitEvent(t, func(e contract.Event) bool { return e.Event == contract.EventToolCall && e.Tool == "run_command" })
+	s.control(t, "say", s.workflowID(t), "keep the fix to one line")
+}
+
+// interruptWhileRunning sends `starter interrupt` while the long command runs: the turn is
+// cancelled, its results so far are kept, and the session goes on with the message.
+func interruptWhileRunning(t *testing.T, s *session) {
+	s.waitEvent(t, func(e contract.Event) bool { return e.Event == contract.EventToolCall && e.Tool == "run_command" })
+	s.control(t, "interrupt", s.workflowID(t), "stop that command and fix calc.go")
 }
 
 // answerAbort answers the bad-arguments escalation with abort through `starter answer`.

@@ -41,6 +41,13 @@ func Rows() []Row {
 			},
 		},
 		{
+			Name: "steer say", Args: []string{"--inject", "long_command"}, Status: contract.StatusCompleted,
+			SayOn: func(e contract.Event) bool {
+				return e.Event == contract.EventToolCall && strings.Contains(e.Arguments, "sleep 15")
+			},
+			Say: steerText, Check: sawText(contract.EventSay, steerText),
+		},
+		{
 			Name: "cancel slow_stream", Args: []string{"--inject", "slow_stream"}, Status: contract.StatusCancelled, Code: 130,
 			CancelOn: func(e contract.Event) bool { return e.Event == contract.EventDelta && e.Seq >= 3 },
 			Check: func(_ []contract.Event, s contract.Summary) error {
@@ -53,6 +60,9 @@ func Rows() []Row {
 	}
 	return rows
 }
+
+// steerText is the message the steering row sends while a command runs.
+const steerText = "keep the fix to one line"
 
 func gateway(inject, wire, status string, attempts int) Row {
 	code := 0

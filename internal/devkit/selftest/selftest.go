@@ -34,6 +34,9 @@ type Row struct {
 	Limit string
 	// CancelOn, when set, sends SIGINT to the starter once an event satisfies it.
 	CancelOn func(contract.Event) bool
+	// SayOn, when set, sends Say to the session with `starter say` once an event satisfies it.
+	SayOn func(contract.Event) bool
+	Say   string
 	// Check, when set, checks anything else.
 	Check func(events []contract.Event, s contract.Summary) error
 }
@@ -110,6 +113,8 @@ func runRow(ctx context.Context, starter string, env []string, r Row) Result {
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	cancelled := false
+	var wid string
+	said := make(chan error, 1)
 	for sc.Scan() {
 		var e contract.Event
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
@@ -119,6 +124,13 @@ func runRow(ctx context.Context, starter string, env []string, r Row) Result {
 		if e.Event == contract.EventSummary {
 			_ = json.Unmarshal(sc.Bytes(), &sum)
 		}
+		if e.Event == contract.EventNotice && strings.HasPrefix(e.Text, "session ") && wid == "" {
+			wid = strings.Fields(e.Text)[1]
+		}
+		if r.SayOn != nil && wid != "" && r.SayOn(e) {
+			r.SayOn = nil
+			go func() { said <- say(ctx, starter, cmd.Env, wid, r.Say) }()
+		}
 		if r.CancelOn != nil && !cancelled && r.CancelOn(e) {
 			cancelled = true
 			_ = cmd.Process.Signal(os.Interrupt)
@@ -127,10 +139,29 @@ func runRow(ctx context.Context, starter string, env []string, r Row) Result {
 	_ = cmd.Wait()
 	res := Result{Row: r, Summary: sum, Duration: time.Since(start)}
 	res.Err = check(r, cmd.ProcessState.ExitCode(), events, sum)
+	if r.Say != "" && res.Err == nil {
+		select {
+		case err := <-said:
+			res.Err = err
+		default:
+			res.Err = fmt.Errorf("the message %q was never sent", r.Say)
+		}
+	}
 	if res.Err != nil && stderr.Len() > 0 {
 		res.Err = fmt.Errorf("%w; stderr: %s", res.Err, lastLine(stderr.String()))
 	}
 	return res
+}
+
+// say runs `starter say` against the row's session, as a person at another terminal would.
+func say(ctx context.Context, starter string, env []string, wid, text string) error {
+	c := exec.CommandContext(ctx, starter, "say", wid, text)
+	c.Env = env
+	out, err := c.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("starter say: %w: %s", err, lastLine(string(out)))
+	}
+	return nil
 }
 
 func check(r Row, code int, events []contract.Event, s contract.Summary) error {
