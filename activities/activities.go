@@ -6,7 +6,6 @@ package activities
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -36,10 +35,6 @@ type Activities struct {
 	MCP *mcp.Manager
 	// Tools runs tool calls; nil means DefaultTools with OutputCap and MCP.
 	Tools ToolRunner
-
-	// lastClass remembers the failure class of each model call's previous attempt in this
-	// process, so a schema retry can carry the stricter instruction.
-	lastClass sync.Map
 }
 
 // Register registers every activity under its contract name.

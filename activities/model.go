@@ -27,9 +27,7 @@ type attemptState struct {
 // error and either returns a retryable error whose NextRetryDelay is Keel's jittered wait (Temporal
 // does the retrying) or a non-retryable one carrying a contract.Failure.
 func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (contract.ModelResponse, error) {
-	info := activity.GetInfo(ctx)
-	attempt := int(info.Attempt)
-	key := info.WorkflowExecution.RunID + "/" + info.ActivityID
+	attempt := req.PriorAttempts + int(activity.GetInfo(ctx).Attempt)
 
 	var prev attemptState
 	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &prev) == nil && prev.Deltas > 0 {
@@ -52,12 +50,10 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 		return contract.ModelResponse{}, fmt.Errorf("loading the transcript: %w", err)
 	}
 
-	prevClass, _ := a.lastClass.Load(key)
 	stream := &streamState{attempt: attempt}
 	stop := keepBeating(ctx, stream.details)
 	resp, err := a.Gateway.Stream(ctx, gateway.Request{
-		Model: req.Model, Messages: msgs, Tools: req.Tools,
-		Strict: prevClass == contract.ClassSchema,
+		Model: req.Model, Messages: msgs, Tools: req.Tools, Strict: req.Strict,
 	}, func(text string) {
 		n := stream.add(text)
 		activity.RecordHeartbeat(ctx, stream.details())
@@ -65,9 +61,8 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 	})
 	stop()
 	if err != nil {
-		return contract.ModelResponse{}, a.modelError(ctx, req, key, stream, err)
+		return contract.ModelResponse{}, a.modelError(ctx, req, stream, err)
 	}
-	a.lastClass.Delete(key)
 	mh := activity.GetMetricsHandler(ctx)
 	record.ModelAttempt(mh, "", record.AttemptOK)
 	record.TokensUsed(mh, resp.Usage.InputTokens, resp.Usage.OutputTokens)
@@ -80,19 +75,17 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 }
 
 // modelError turns a failed attempt into the error Temporal acts on.
-func (a *Activities) modelError(ctx context.Context, req contract.ModelRequest, key string, stream *streamState, err error) error {
+func (a *Activities) modelError(ctx context.Context, req contract.ModelRequest, stream *streamState, err error) error {
 	deltas, partial := stream.snapshot()
 	d := gateway.Classify(err, deltas)
 	mh := activity.GetMetricsHandler(ctx)
 	if d.Handling == gateway.Stop || ctx.Err() != nil {
-		a.lastClass.Delete(key)
 		record.ModelAttempt(mh, contract.ClassCancelled, record.AttemptCancelled)
 		// What was shown before the cancel travels with the cancellation, so it is kept.
 		return temporal.NewCanceledError(contract.Failure{Class: contract.ClassCancelled, Reason: "cancelled", Attempts: stream.attempt, Partial: partial})
 	}
 	attempt := stream.attempt
 	if d.Handling == gateway.Retry && attempt < gateway.AttemptCap(d.Class) {
-		a.lastClass.Store(key, d.Class)
 		b := gateway.Backoff{Base: req.Retry.Base, Cap: req.Retry.Cap, Rand: a.Rand}
 		wait := b.Wait(attempt, d.RetryAfter)
 		record.ModelAttempt(mh, d.Class, record.AttemptRetry)
@@ -103,10 +96,14 @@ func (a *Activities) modelError(ctx context.Context, req contract.ModelRequest, 
 			Event: contract.EventRetry, WorkflowID: req.SessionID, Turn: req.Turn, Text: line,
 			Attempt: attempt + 1, Class: d.Class, WaitMS: wait.Milliseconds(),
 		})
+		if d.Class == contract.ClassSchema && !req.Strict {
+			// The turn calls again with the strict instruction in the request: a flag kept in this
+			// worker's memory would be lost when the retry lands on another worker.
+			return surfaced(contract.Failure{Class: d.Class, Reason: d.Message, Attempts: attempt, StrictRetryMS: max(wait.Milliseconds(), 1)})
+		}
 		return temporal.NewApplicationErrorWithOptions(fmt.Sprintf("attempt %d failed: %s", attempt, line), contract.ModelErrorType,
 			temporal.ApplicationErrorOptions{NextRetryDelay: max(wait, time.Millisecond), Details: []any{contract.Failure{Class: d.Class, Reason: d.Message, Attempts: attempt}}})
 	}
-	a.lastClass.Delete(key)
 	record.ModelAttempt(mh, d.Class, record.AttemptSurfaced)
 	reason := d.Message
 	if d.Handling == gateway.Retry {

@@ -62,7 +62,11 @@ func toolOptions(call contract.ToolCall, policy contract.ToolPolicy) workflow.Ac
 }
 
 // Version markers of changes to running sessions (see docs/operations.md, "Versioning").
-const versionListTools = "list-tools"
+const (
+	versionListTools = "list-tools"
+	// versionStrictRetry: the turn, not a worker's memory, retries a reply that did not parse.
+	versionStrictRetry = "strict-retry"
+)
 
 func listToolsOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{

@@ -1,14 +1,18 @@
 package workflows_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/sdk/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/keelrun/keel/internal/contract"
@@ -127,6 +131,48 @@ func TestModelFailureSurfaced(t *testing.T) {
 				assert.Equal(t, c.channels[i], n.req.Channel)
 				assert.Equal(t, contract.ReasonBudget, n.req.Escalation.Reason)
 			}
+		})
+	}
+}
+
+// TestUnparsableReplyRetriedStrictByTheTurn: a reply that did not parse is called again by the
+// turn, after the activity's wait, with the strict flag and the attempts so far in the request, so
+// the retry keeps them on any worker; a second unparsable reply is surfaced.
+func TestUnparsableReplyRetriedStrictByTheTurn(t *testing.T) {
+	schema := func(f contract.Failure) error {
+		return temporal.NewApplicationErrorWithOptions(f.Reason, contract.ModelErrorType,
+			temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{f}})
+	}
+	first := contract.Failure{Class: contract.ClassSchema, Reason: "the reply did not parse", Attempts: 1, StrictRetryMS: 1500}
+	cases := []struct {
+		name     string
+		second   reply
+		status   string
+		attempts int
+	}{
+		{"then answers", reply{text: "done", attempt: 2}, contract.StatusCompleted, 2},
+		{"then fails again", reply{err: schema(contract.Failure{Class: contract.ClassSchema, Reason: "gave up after 2 attempts", Attempts: 2})}, contract.StatusFailed, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t, reply{err: schema(first)}, c.second)
+			start := w.env.Now()
+			var retriedAt time.Time
+			w.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+				if info.ActivityType.Name == contract.CallModelActivity {
+					retriedAt = w.env.Now()
+				}
+			})
+			sum := w.run(input(contract.Limits{}))
+			assert.Equal(t, c.status, sum.Status)
+			assert.Equal(t, c.attempts, sum.GatewayAttempts)
+			assert.Equal(t, 1, sum.GatewayCalls)
+			reqs := w.modelRequests()
+			require.Len(t, reqs, 2)
+			assert.False(t, reqs[0].Strict)
+			assert.True(t, reqs[1].Strict)
+			assert.Equal(t, 1, reqs[1].PriorAttempts)
+			assert.GreaterOrEqual(t, retriedAt.Sub(start), 1500*time.Millisecond, "the turn waits before it calls again")
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -119,30 +120,40 @@ func (t *turn) stopCalls(ctx workflow.Context, rest []contract.ToolCall, running
 }
 
 // callModel runs the CallModel activity. A surfaced failure becomes res.Failure; a cancellation is
-// returned as an error.
+// returned as an error. A reply that did not parse is called again once, after the activity's
+// wait, with the strict instruction in the request.
 func (t *turn) callModel(ctx workflow.Context) (contract.ModelResponse, error) {
 	actx := workflow.WithActivityOptions(ctx, modelCallOptions(t.in.Turn))
 	req := contract.ModelRequest{
 		SessionID: t.in.SessionID, Turn: t.in.Turn, Head: t.in.Head, Append: t.in.Pending,
 		Tools: t.in.Tools, Model: t.in.Model, Retry: t.in.Retry, Sinks: t.in.Sinks,
 	}
-	var resp contract.ModelResponse
-	err := workflow.ExecuteActivity(actx, contract.CallModelActivity, req).Get(actx, &resp)
 	t.res.Counters.GatewayCalls = 1
-	if err == nil {
-		t.res.Counters.GatewayAttempts = resp.Attempt
-		t.res.Usage = resp.Usage
+	for {
+		var resp contract.ModelResponse
+		err := workflow.ExecuteActivity(actx, contract.CallModelActivity, req).Get(actx, &resp)
+		if err == nil {
+			t.res.Counters.GatewayAttempts = resp.Attempt
+			t.res.Usage = resp.Usage
+			return resp, nil
+		}
+		if ctx.Err() != nil || isCanceled(err) {
+			t.res.Partial = cancelledPartial(err)
+			return resp, errTurnCancelled
+		}
+		f := modelFailure(err)
+		if f.StrictRetryMS > 0 && !req.Strict && workflow.GetVersion(ctx, versionStrictRetry, workflow.DefaultVersion, 1) == 1 {
+			if workflow.Sleep(ctx, time.Duration(f.StrictRetryMS)*time.Millisecond) != nil {
+				return resp, errTurnCancelled
+			}
+			req.Strict, req.PriorAttempts = true, f.Attempts
+			continue
+		}
+		t.res.Counters.GatewayAttempts = max(f.Attempts, 1)
+		t.res.Failure = &f
+		t.res.Head, t.res.Pending = t.in.Head, t.in.Pending
 		return resp, nil
 	}
-	if ctx.Err() != nil || isCanceled(err) {
-		t.res.Partial = cancelledPartial(err)
-		return resp, errTurnCancelled
-	}
-	f := modelFailure(err)
-	t.res.Counters.GatewayAttempts = max(f.Attempts, 1)
-	t.res.Failure = &f
-	t.res.Head, t.res.Pending = t.in.Head, t.in.Pending
-	return resp, nil
 }
 
 // modelFailure reads the Failure the CallModel activity attached to its error.

@@ -75,6 +75,10 @@ type Failure struct {
 	Attempts int    `json:"attempts"`
 	// Partial is text that reached the user before the failure, kept so nothing is lost.
 	Partial string `json:"partial,omitempty"`
+	// StrictRetryMS, when set, asks the turn to call the model again with ModelRequest.Strict
+	// after this many milliseconds: a reply that did not parse gets one more attempt with the
+	// stricter instruction.
+	StrictRetryMS int64 `json:"strict_retry_ms,omitempty"`
 }
 
 // ModelRequest is the input of the CallModel activity.
@@ -87,6 +91,12 @@ type ModelRequest struct {
 	Model     string      `json:"model,omitempty"`
 	Retry     RetryConfig `json:"retry"`
 	Sinks     []string    `json:"sinks,omitempty"`
+	// Strict adds StrictInstruction because the previous reply could not be parsed. The turn sets
+	// it when it calls again, so the flag reaches whichever worker runs the call.
+	Strict bool `json:"strict,omitempty"`
+	// PriorAttempts are the attempts earlier CallModel activities of this turn already spent on
+	// this call; attempt numbers and caps count on from them.
+	PriorAttempts int `json:"prior_attempts,omitempty"`
 }
 
 // ModelResponse is the output of the CallModel activity. The assistant message is already in the
