@@ -24,7 +24,7 @@ func (s *session) awaitApproval(ctx workflow.Context, a contract.Approval, durat
 	s.approval, s.decision = &a, nil
 	s.status = contract.StatusWaiting
 	s.upsertSearch(ctx)
-	s.setDetails(ctx, fmt.Sprintf("waiting for approval of %s", clip(a.Tool+" "+a.Arguments, 80)))
+	s.setWaitingDetails(ctx, fmt.Sprintf("waiting for approval of %s", clip(a.Tool+" "+a.Arguments, 80)), approvalHelp(workflow.GetInfo(ctx).WorkflowExecution.ID, a))
 	s.addEvent(contract.Event{Event: contract.EventApproval, Turn: s.state.Turns, Tool: a.Tool, CallID: a.CallID, Arguments: a.Arguments,
 		Text: fmt.Sprintf("%s %s waits for approval (digest %s)", a.Tool, clip(a.Arguments, 120), a.Digest[:12])})
 
@@ -41,6 +41,7 @@ func (s *session) awaitApproval(ctx workflow.Context, a contract.Approval, durat
 	s.approval, s.decision = nil, nil
 	s.status = contract.StatusRunning
 	s.upsertSearch(ctx)
+	s.setDetails(ctx, fmt.Sprintf("approval of %s %s decided", a.Tool, a.CallID))
 	switch {
 	case s.cancelReq != nil || ctx.Err() != nil:
 		return nil, s.cancelledSummary(ctx, ""), true

@@ -19,7 +19,7 @@ func (s *session) escalate(ctx workflow.Context, req *contract.EscalationRequest
 	e := s.openEscalation(ctx, req, []string{contract.ActionRetry, contract.ActionEdit, contract.ActionAbort})
 	s.status = contract.StatusWaiting
 	s.upsertSearch(ctx)
-	s.setDetails(ctx, "waiting on a person: "+req.Reason)
+	s.setWaitingDetails(ctx, "waiting on a person: "+req.Reason, escalationHelp(*e))
 
 	chainCtx, stopChain := workflow.WithCancel(ctx)
 	s.notifyChain(chainCtx, *e)
@@ -44,6 +44,7 @@ func (s *session) escalate(ctx workflow.Context, req *contract.EscalationRequest
 	}
 	s.status = contract.StatusRunning
 	s.upsertSearch(ctx)
+	s.setDetails(ctx, fmt.Sprintf("escalation %s answered %s", e.ID, e.Answer.Action))
 	s.addEvent(contract.Event{Event: contract.EventAnswer, Escalation: e, Text: fmt.Sprintf("%s answered %s", answeredBy(e.Answer), e.Answer.Action)})
 	return s.apply(ctx, e)
 }

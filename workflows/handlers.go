@@ -13,17 +13,21 @@ import (
 // registerHandlers installs every query, signal and update before the session first blocks, so no
 // early message is lost.
 func (s *session) registerHandlers(ctx workflow.Context) error {
-	if err := workflow.SetQueryHandler(ctx, contract.QueryStatus, s.queryStatus); err != nil {
+	if err := workflow.SetQueryHandlerWithOptions(ctx, contract.QueryStatus, s.queryStatus, workflow.QueryHandlerOptions{
+		Description: "Where the session is: status, turns, tokens, counters, limits, the pending escalation or approval, recent events",
+	}); err != nil {
 		return err
 	}
-	if err := workflow.SetQueryHandler(ctx, contract.QueryTranscript, func() (contract.Transcript, error) {
+	if err := workflow.SetQueryHandlerWithOptions(ctx, contract.QueryTranscript, func() (contract.Transcript, error) {
 		return contract.Transcript{Head: s.state.Head, Pending: slices.Concat(s.state.Pending, s.state.Inbox)}, nil
+	}, workflow.QueryHandlerOptions{
+		Description: "The transcript's head in the message store plus the messages not stored yet",
 	}); err != nil {
 		return err
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, contract.UpdateAnswerEscalation,
 		func(_ workflow.Context, a contract.Answer) (contract.AnswerResult, error) { return s.answer(a) },
-		workflow.UpdateHandlerOptions{Validator: s.validateAnswer, Description: "Answer a pending escalation: retry, edit (with text) or abort"},
+		workflow.UpdateHandlerOptions{Validator: s.validateAnswer, Description: `Answer the pending escalation: retry, edit (with text) or abort. Input {"escalation_id":"...","action":"retry|edit|abort","text":"..."}`},
 	); err != nil {
 		return err
 	}
@@ -31,7 +35,7 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 		func(_ workflow.Context, d contract.ApprovalDecision) (contract.AnswerResult, error) {
 			return s.decide(d)
 		},
-		workflow.UpdateHandlerOptions{Validator: s.validateApproval, Description: "Approve or deny the tool call waiting for a person (call id and argument digest)"},
+		workflow.UpdateHandlerOptions{Validator: s.validateApproval, Description: `Approve or deny the tool call waiting for a person. Input {"call_id":"...","digest":"<sha-256 of the arguments>","approve":true}`},
 	); err != nil {
 		return err
 	}
@@ -45,9 +49,15 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 // listenSignals drains the session's signal channels in a coroutine, so a signal is handled
 // whatever the main loop is blocked on.
 func (s *session) listenSignals(ctx workflow.Context) {
-	cancelCh := workflow.GetSignalChannel(ctx, contract.SignalCancel)
-	answerCh := workflow.GetSignalChannel(ctx, contract.SignalAnswerEscalation)
-	sinkCh := workflow.GetSignalChannel(ctx, contract.SignalAttachSink)
+	cancelCh := workflow.GetSignalChannelWithOptions(ctx, contract.SignalCancel, workflow.SignalChannelOptions{
+		Description: `Stop the session: the running model call and tool are cancelled and it ends cancelled. Input {"reason":"...","by":"..."}`,
+	})
+	answerCh := workflow.GetSignalChannelWithOptions(ctx, contract.SignalAnswerEscalation, workflow.SignalChannelOptions{
+		Description: `Answer the pending escalation without a reply (the answer_escalation update says whether it was accepted). Input {"escalation_id":"...","action":"retry|edit|abort","text":"..."}`,
+	})
+	sinkCh := workflow.GetSignalChannelWithOptions(ctx, contract.SignalAttachSink, workflow.SignalChannelOptions{
+		Description: `Send the session's live events (deltas, tool calls) to another terminal too. Input {"url":"http://..."}`,
+	})
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			sel := workflow.NewSelector(ctx)

@@ -93,8 +93,17 @@ func (s *session) summary(ctx workflow.Context, status, answer string) contract.
 
 // setDetails keeps the Web UI's current details readable: state, turns, tokens.
 func (s *session) setDetails(ctx workflow.Context, state string) {
-	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s**\n\nturns: %d · tokens: %d · tool calls: %d · model attempts: %d",
-		state, s.state.Turns, s.state.Usage.Total(), s.state.Counters.ToolCalls, s.state.Counters.GatewayAttempts))
+	workflow.SetCurrentDetails(ctx, s.details(state))
+}
+
+// setWaitingDetails is setDetails plus how to answer, while the session waits on a person.
+func (s *session) setWaitingDetails(ctx workflow.Context, state, help string) {
+	workflow.SetCurrentDetails(ctx, s.details(state)+"\n\n"+help)
+}
+
+func (s *session) details(state string) string {
+	return fmt.Sprintf("**%s**\n\nturns: %d · tokens: %d · tool calls: %d · model attempts: %d",
+		state, s.state.Turns, s.state.Usage.Total(), s.state.Counters.ToolCalls, s.state.Counters.GatewayAttempts)
 }
 
 func (s *session) upsertSearch(ctx workflow.Context) {

@@ -68,6 +68,10 @@ const (
 	versionStrictRetry = "strict-retry"
 )
 
+// versionTypedEnds marks sessions that end Canceled or Failed (with a typed error carrying the
+// summary) instead of Completed when they did not complete.
+const versionTypedEnds = "typed-ends"
+
 func listToolsOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,

@@ -25,7 +25,9 @@ const (
 // registerSay installs the say update; the say signal is drained by listenSignals and before the
 // session completes or continues as new.
 func (s *session) registerSay(ctx workflow.Context) error {
-	s.sayCh = workflow.GetSignalChannel(ctx, contract.SignalSay)
+	s.sayCh = workflow.GetSignalChannelWithOptions(ctx, contract.SignalSay, workflow.SignalChannelOptions{
+		Description: `Add a message from a person to the session without a reply (the say update says whether it was accepted). Input {"text":"...","interrupt":false}`,
+	})
 	return workflow.SetUpdateHandlerWithOptions(ctx, contract.UpdateSay,
 		func(ctx workflow.Context, m contract.Say) (contract.SayResult, error) { return s.say(ctx, m), nil },
 		workflow.UpdateHandlerOptions{Validator: s.validateSay, Description: "Add a message from a person to the session; interrupt: true cancels the turn in flight first"},

@@ -295,13 +295,22 @@ func (s *session) continueAsNew(ctx workflow.Context) error {
 	return workflow.NewContinueAsNewError(ctx, contract.SessionWorkflow, next)
 }
 
-// finish waits for handlers and stamps the final status everywhere a person looks.
+// finish waits for handlers and stamps the final status everywhere a person looks, Temporal's own
+// included: a session that did not complete ends Canceled or Failed with a typed error carrying
+// the summary (contract.EndError). Sessions whose histories predate typed ends
+// (version DefaultVersion) complete with the summary as their result, as they did.
 func (s *session) finish(ctx workflow.Context, sum contract.Summary) (contract.Summary, error) {
 	s.status = sum.Status
 	s.upsertSearch(ctx)
 	s.setDetails(ctx, fmt.Sprintf("%s after %d turns", sum.Status, sum.Turns))
 	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
-	return sum, nil
+	if sum.Status == contract.StatusCompleted {
+		return sum, nil
+	}
+	if workflow.GetVersion(ctx, versionTypedEnds, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return sum, nil
+	}
+	return sum, contract.EndError(sum)
 }
 
 func (s *session) addEvent(e contract.Event) {

@@ -182,10 +182,36 @@ func (w *world) run(in contract.SessionInput) contract.Summary {
 	w.t.Helper()
 	w.env.ExecuteWorkflow(contract.SessionWorkflow, in)
 	require.True(w.t, w.env.IsWorkflowCompleted(), "the session did not complete")
-	require.NoError(w.t, w.env.GetWorkflowError())
+	if err := w.env.GetWorkflowError(); err != nil {
+		sum, ok := contract.EndedSummary(err)
+		require.True(w.t, ok, "the session ended with an error that carries no summary: %v", err)
+		requireTypedEnd(w.t, sum.Status, err)
+		return sum
+	}
 	var sum contract.Summary
 	require.NoError(w.t, w.env.GetWorkflowResult(&sum))
+	require.Equal(w.t, contract.StatusCompleted, sum.Status, "only a completed session ends without an error")
 	return sum
+}
+
+// requireTypedEnd checks that a session that did not complete ended as Temporal should show it:
+// cancelled as a cancellation, everything else as a non-retryable error whose type names it.
+func requireTypedEnd(t *testing.T, status string, err error) {
+	t.Helper()
+	want := map[string]string{
+		contract.StatusAborted: contract.EndAborted,
+		contract.StatusFailed:  contract.EndFailed,
+		contract.StatusLimit:   contract.EndLimit,
+	}
+	if status == contract.StatusCancelled {
+		var canceled *temporal.CanceledError
+		require.ErrorAs(t, err, &canceled, "a cancelled session must end Canceled")
+		return
+	}
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app, "a %s session must end Failed with an application error", status)
+	require.Equal(t, want[status], app.Type())
+	require.True(t, app.NonRetryable(), "the end error must not be retried")
 }
 
 // at runs f when the workflow clock reaches d after the start.

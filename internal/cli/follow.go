@@ -44,8 +44,7 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 	}
 	done := make(chan result, 1)
 	go func() {
-		var sum contract.Summary
-		err := run.Get(context.WithoutCancel(ctx), &sum)
+		sum, err := sessionResult(context.WithoutCancel(ctx), run)
 		done <- result{sum, err}
 	}()
 
@@ -135,4 +134,15 @@ func (f *follower) cancel(ctx context.Context, reason string) {
 	if err := f.c.SignalWorkflow(sctx, f.workflowID, "", contract.SignalCancel, contract.CancelRequest{Reason: reason, By: "terminal"}); err != nil {
 		f.p.info("could not send the cancel signal: " + err.Error())
 	}
+}
+
+// sessionResult waits for a session's summary: its result when it completed, or the summary its
+// end error carries when it was cancelled, aborted, failed or stopped by a limit.
+func sessionResult(ctx context.Context, run client.WorkflowRun) (contract.Summary, error) {
+	var sum contract.Summary
+	err := run.Get(ctx, &sum)
+	if ended, ok := contract.EndedSummary(err); ok {
+		return ended, nil
+	}
+	return sum, err
 }

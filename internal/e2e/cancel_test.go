@@ -75,6 +75,7 @@ func TestCancelLongCommand(t *testing.T) {
 			if r.Code != 130 || r.Summary.Status != contract.StatusCancelled {
 				t.Fatalf("exit %d, status %q; want 130 and cancelled\nstderr: %s", r.Code, r.Summary.Status, r.Stderr)
 			}
+			requireTemporalEnd(t, r.Summary)
 		})
 	}
 }
@@ -140,6 +141,7 @@ func TestLimits(t *testing.T) {
 			if r.Code != 3 || s.Status != contract.StatusLimit || s.Limit != c.limit || !strings.Contains(s.Reason, c.text) {
 				t.Fatalf("exit %d, summary %+v; want exit 3, limit %s, reason containing %q", r.Code, s, c.limit, c.text)
 			}
+			requireTemporalEnd(t, s)
 			limitEvent := false
 			for _, e := range r.Events {
 				limitEvent = limitEvent || (e.Event == contract.EventLimit && e.Limit == c.limit)

@@ -57,6 +57,7 @@ func TestBadArgsEscalation(t *testing.T) {
 			if r.Code != c.code || r.Summary.Status != c.status {
 				t.Fatalf("exit %d, status %q (reason %q); want %d, %q", r.Code, r.Summary.Status, r.Summary.Reason, c.code, c.status)
 			}
+			requireTemporalEnd(t, r.Summary)
 			blocked, ranBeforeAnswer := 0, 0
 			for _, ev := range r.Events {
 				switch {

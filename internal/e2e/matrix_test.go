@@ -63,6 +63,7 @@ func TestGatewayFaultMatrix(t *testing.T) {
 				if want := exitCode(row.status); r.Code != want {
 					t.Fatalf("exit %d, want %d", r.Code, want)
 				}
+				requireTemporalEnd(t, s)
 				var recs []fakegw.Record
 				for _, rec := range gw.Stats().ForMode(row.inject) {
 					if rec.Format == format && rec.First {

@@ -176,7 +176,11 @@ func (r *Rig) RunSession(ctx context.Context, id, task string) (contract.Summary
 func WaitSession(ctx context.Context, run client.WorkflowRun, toolTurns int) (contract.Summary, error) {
 	var sum contract.Summary
 	if err := run.Get(ctx, &sum); err != nil {
-		return sum, fmt.Errorf("waiting for session %s: %w", run.GetID(), err)
+		if ended, ok := contract.EndedSummary(err); ok {
+			sum = ended
+		} else {
+			return sum, fmt.Errorf("waiting for session %s: %w", run.GetID(), err)
+		}
 	}
 	if sum.Status != contract.StatusCompleted || sum.Turns != toolTurns+1 || sum.ToolCalls != toolTurns {
 		return sum, fmt.Errorf("session %s ended %s after %d turns and %d tool calls, want completed after %d and %d",
