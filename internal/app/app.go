@@ -102,6 +102,10 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 		Notifiers: Notifiers(cfg),
 		OutputCap: cfg.OutputCap,
 	}
+	if j := cfg.Gateway.FixedJitter; j != nil {
+		draw := *j
+		acts.Rand = func() float64 { return draw }
+	}
 	if len(cfg.MCP) > 0 {
 		acts.MCP = mcp.NewManager(cfg.MCP)
 	}

@@ -62,6 +62,12 @@ type Gateway struct {
 	// Fake runs the built-in scripted gateway in-process and points the client at it.
 	Fake  bool
 	Retry contract.RetryConfig
+	// FixedJitter, when set, replaces the backoff's random draw with this fraction in [0, 1] in
+	// the workers of this process, so a test or a person can reproduce an exact schedule of waits
+	// (0.5 gives 300, 600, 1,200 ms from the default base). Nil draws at random, as production
+	// must, so that sessions throttled together do not retry in lockstep. It stays in the worker:
+	// no workflow input or activity request carries it.
+	FixedJitter *float64
 }
 
 // Store configures the transcript store.
@@ -145,6 +151,7 @@ var defaults = map[string]any{
 	"gateway.fake":                    false,
 	"gateway.retry.base":              "400ms",
 	"gateway.retry.cap":               "8s",
+	"gateway.retry.fixed_jitter":      "",
 	"limits.max_turns":                40,
 	"limits.max_duration":             "30m",
 	"limits.max_tokens":               500000,

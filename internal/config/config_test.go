@@ -44,6 +44,18 @@ func TestLoad(t *testing.T) {
 				t.Fatalf("address %q", c.Temporal.Address)
 			}
 		}},
+		{name: "fixed jitter", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_GATEWAY_RETRY_FIXED_JITTER": "0.5"}, check: func(t *testing.T, c Config) {
+			if c.Gateway.FixedJitter == nil || *c.Gateway.FixedJitter != 0.5 {
+				t.Fatalf("fixed jitter %v, want 0.5", c.Gateway.FixedJitter)
+			}
+		}},
+		{name: "jitter drawn by default", env: map[string]string{"KEEL_GATEWAY_FAKE": "1"}, check: func(t *testing.T, c Config) {
+			if c.Gateway.FixedJitter != nil {
+				t.Fatalf("fixed jitter %v by default, want a random draw", *c.Gateway.FixedJitter)
+			}
+		}},
+		{name: "fixed jitter above one", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_GATEWAY_RETRY_FIXED_JITTER": "1.5"}, key: "gateway.retry.fixed_jitter"},
+		{name: "fixed jitter not a number", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_GATEWAY_RETRY_FIXED_JITTER": "half"}, key: "gateway.retry.fixed_jitter"},
 		{name: "unknown provider", env: map[string]string{"KEEL_GATEWAY_PROVIDER": "bogus", "KEEL_GATEWAY_FAKE": "1"}, key: "gateway.provider"},
 		{name: "bad duration", env: map[string]string{"KEEL_GATEWAY_FAKE": "1"}, flags: []string{"--max-duration", "soon"}, key: "limits.max_duration"},
 		{name: "negative turns", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_LIMITS_MAX_TURNS": "-1"}, key: "limits.max_turns"},

@@ -44,6 +44,20 @@ func (d *decoder) integer(key string) int64 {
 	return n
 }
 
+// fraction reads an optional number in [0, 1]; nil when the key is empty.
+func (d *decoder) fraction(key string) *float64 {
+	raw := strings.TrimSpace(d.v.GetString(key))
+	if d.err != nil || raw == "" {
+		return nil
+	}
+	f, err := strconv.ParseFloat(raw, 64)
+	if err != nil || !(f >= 0 && f <= 1) {
+		d.err = &Error{Key: key, Msg: fmt.Sprintf("%q is not a number from 0 to 1", raw)}
+		return nil
+	}
+	return &f
+}
+
 func (d *decoder) oneOf(key string, allowed ...string) string {
 	val := strings.ToLower(strings.TrimSpace(d.v.GetString(key)))
 	if d.err == nil && !slices.Contains(allowed, val) {
@@ -83,6 +97,7 @@ func decode(v *viper.Viper) (Config, error) {
 		Fake:     v.GetBool("gateway.fake"),
 		Retry:    contract.RetryConfig{Base: d.dur("gateway.retry.base"), Cap: d.dur("gateway.retry.cap")},
 	}
+	c.Gateway.FixedJitter = d.fraction("gateway.retry.fixed_jitter")
 	c.Limits = contract.Limits{
 		MaxTurns:    int(d.integer("limits.max_turns")),
 		MaxDuration: d.dur("limits.max_duration"),

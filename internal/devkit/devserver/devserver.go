@@ -124,13 +124,22 @@ func searchAttributes() temporal.SearchAttributes {
 }
 
 // DynamicConfig holds the server settings Keel runs its dev server with, each measured in
-// docs/benchmarks.md.
+// docs/benchmarks.md or docs/failure-handling.md. Values are JSON, as the CLI's
+// --dynamic-config-value takes them (a duration is a quoted string).
 var DynamicConfig = map[string]string{
 	"system.enableActivityEagerExecution": "true",
 	// The dev server's one history shard reads its transfer queue at most 20 times a second by
 	// default, which put a 50 ms step under every workflow and activity task (docs/benchmarks.md).
 	"history.transferProcessorMaxPollRPS":    "10000",
 	"frontend.enableUpdateWorkflowExecution": "true",
+	// A new timer (an activity's retry, a workflow timer) never fires earlier than now plus this
+	// shift: the timer queue reads that far ahead and pushes anything due sooner past what it
+	// read. The default 1 s made every retry wait under a second last about a second
+	// (docs/failure-handling.md).
+	"history.timerProcessorMaxTimeShift": `"1ms"`,
+	// The timer queue, like the transfer queue, is read at most 20 times a second by default,
+	// a 50 ms step on a timer that falls due just after a read.
+	"history.timerProcessorMaxPollRPS": "10000",
 }
 
 func dynamicConfigArgs() []string {

@@ -7,19 +7,20 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/keelrun/keel/internal/contract"
 )
 
 // answer records a parsed request, then writes its reply or its injected fault.
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, wf wire, t transcript, body []byte) {
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, wf wire, t transcript, body []byte, at time.Time) {
 	mode := strings.TrimSpace(r.Header.Get(ModeHeader))
 	if mode == "" {
 		mode = t.mode()
 	}
 	sum := sha256.Sum256(append([]byte(r.URL.Path+"\n"+mode+"\n"), body...))
 	rec := Record{
-		Path: r.URL.Path, Format: wf.name(), Mode: mode, Hash: hex.EncodeToString(sum[:]),
+		At: at, Path: r.URL.Path, Format: wf.name(), Mode: mode, Hash: hex.EncodeToString(sum[:]),
 		First:   !t.hasAssistant(),
 		Strict:  strings.Contains(t.allText(), contract.StrictInstruction),
 		Persons: t.personTexts(),

@@ -130,6 +130,7 @@ const maxBody = 32 << 20
 // handle answers one model call in the given wire format.
 func (s *Server) handle(wf wire) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		at := time.Now()
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 		if err != nil {
 			wf.writeError(w, http.StatusBadRequest, invalidRequest("the request body could not be read"))
@@ -140,7 +141,7 @@ func (s *Server) handle(wf wire) http.HandlerFunc {
 			wf.writeError(w, http.StatusBadRequest, invalidRequest(err.Error()))
 			return
 		}
-		s.answer(w, r, wf, t, body)
+		s.answer(w, r, wf, t, body, at)
 	}
 }
 

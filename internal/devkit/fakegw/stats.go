@@ -6,11 +6,15 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 )
 
 // Record describes one request the fake gateway answered, so tests can assert what happened on
 // which attempt.
 type Record struct {
+	// At is when the request arrived, before its body was read: tests measure retry waits as
+	// the gaps between the arrivals of a call's attempts.
+	At time.Time
 	// Path is the request path; Format is "openai" or "anthropic".
 	Path   string
 	Format string

@@ -1,0 +1,71 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/fakegw"
+)
+
+// retryLateness is how much later than announced a retry may reach the gateway: the failed
+// attempt's report, the server's retry timer, the task's dispatch to the worker and the new
+// request, on a loaded machine.
+const retryLateness = 50 * time.Millisecond
+
+// TestRetryWaitsLandWhenAnnounced: a gateway that hangs up on the first three attempts, with the
+// jitter fixed at its middle, gets the retries 300, 600 and 1,200 ms after the attempts before
+// them, as the retry events announce, in both wire formats, on the dev server Keel starts. The
+// waits are the ones under a second that a coarse server timer used to stretch to about 1 s.
+func TestRetryWaitsLandWhenAnnounced(t *testing.T) {
+	gw := fakegw.New(fakegw.Options{})
+	if err := gw.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+	want := []time.Duration{300 * time.Millisecond, 600 * time.Millisecond, 1200 * time.Millisecond}
+	for _, format := range bothFormats {
+		t.Run(format, func(t *testing.T) {
+			base := gw.BaseURL()
+			if format == "openai" {
+				base += "/v1"
+			}
+			r := runStarter(t, []string{
+				"KEEL_GATEWAY_PROVIDER=" + format, "KEEL_GATEWAY_BASE_URL=" + base,
+				"KEEL_GATEWAY_RETRY_BASE=400ms", "KEEL_GATEWAY_RETRY_CAP=8s", "KEEL_GATEWAY_RETRY_FIXED_JITTER=0.5",
+			}, "demo", "--inject", fakegw.ModeNetwork, "--output", "jsonl")
+			if r.Summary.Status != contract.StatusCompleted {
+				t.Fatalf("status %q, want %q (reason %q)\nstderr: %s", r.Summary.Status, contract.StatusCompleted, r.Summary.Reason, r.Stderr)
+			}
+			announced := map[int]time.Duration{}
+			for _, e := range r.Events {
+				if e.Event == contract.EventRetry {
+					announced[e.Attempt] = time.Duration(e.WaitMS) * time.Millisecond
+				}
+			}
+			var recs []fakegw.Record
+			for _, rec := range gw.Stats().ForMode(fakegw.ModeNetwork) {
+				if rec.Format == format && rec.First {
+					recs = append(recs, rec)
+				}
+			}
+			if len(recs) != len(want)+1 || len(announced) != len(want) {
+				t.Fatalf("the gateway saw %d attempts and the user %d retry events, want %d and %d", len(recs), len(announced), len(want)+1, len(want))
+			}
+			for i, w := range want {
+				next := i + 2
+				wait, ok := announced[next]
+				if !ok || wait != w {
+					t.Errorf("attempt %d: announced wait %v, want %v (jitter fixed at 0.5)", next, wait, w)
+					continue
+				}
+				gap := recs[i+1].At.Sub(recs[i].At)
+				late := gap - wait
+				t.Logf("attempt %d: announced %v, arrived %v after attempt %d (%+v)", next, wait, gap, next-1, late)
+				if late < 0 || late > retryLateness {
+					t.Errorf("attempt %d arrived %v after attempt %d, announced %v: %v off, want within 0 to %v", next, gap, next-1, wait, late, retryLateness)
+				}
+			}
+		})
+	}
+}
