@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"context"
+	"os"
 	"testing"
 	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
@@ -67,5 +71,49 @@ func TestRetryWaitsLandWhenAnnounced(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCancelDuringRetryWait: a cancel while a model call waits for its next attempt ends the session
+// at once, not when the wait is over, and the gateway never sees the attempt that was due.
+func TestCancelDuringRetryWait(t *testing.T) {
+	gw := fakegw.New(fakegw.Options{})
+	if err := gw.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	// The jitter fixed at 1 makes the first wait the whole window: 8 s.
+	l := startLive(t, []string{
+		"KEEL_GATEWAY_BASE_URL=" + gw.BaseURL() + "/v1",
+		"KEEL_GATEWAY_RETRY_BASE=8s", "KEEL_GATEWAY_RETRY_CAP=8s", "KEEL_GATEWAY_RETRY_FIXED_JITTER=1",
+	}, "demo", "--inject", fakegw.ModeNetwork, "--output", "jsonl")
+	retry := l.waitEvent(30*time.Second, "the retry event", func(e contract.Event) bool { return e.Event == contract.EventRetry })
+	wid := l.workflowID()
+	if retry.WaitMS != 8000 {
+		t.Fatalf("announced wait %d ms, want 8000", retry.WaitMS)
+	}
+	cancelled := time.Now()
+	if err := l.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	r := l.finish()
+	took := time.Since(cancelled)
+	t.Logf("cancel to the starter's exit, with %d ms of the wait to go: %s", retry.WaitMS, took.Round(time.Millisecond))
+	if r.Code != 130 || r.Summary.Status != contract.StatusCancelled {
+		t.Fatalf("exit %d, status %q; want 130 and cancelled\nstderr: %s", r.Code, r.Summary.Status, r.Stderr)
+	}
+	if due := time.Duration(retry.WaitMS) * time.Millisecond; took >= due {
+		t.Errorf("the session ended %s after the cancel: it waited out the %s backoff", took, due)
+	}
+	// The turn is closed with no activity pending, so no attempt is left to reach the gateway.
+	d, err := env.Client().DescribeWorkflowExecution(context.Background(), contract.TurnWorkflowID(wid, retry.Turn), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || len(d.GetPendingActivities()) > 0 {
+		t.Errorf("turn %d is %v with %d pending activities after the cancel, want closed with none", retry.Turn, d.GetWorkflowExecutionInfo().GetStatus(), len(d.GetPendingActivities()))
+	}
+	if n := len(gw.Stats().ForMode(fakegw.ModeNetwork)); n != 1 {
+		t.Errorf("the gateway saw %d attempts, want 1", n)
 	}
 }
