@@ -25,7 +25,7 @@ func (s *session) awaitApproval(ctx workflow.Context, a contract.Approval, durat
 	s.status = contract.StatusWaiting
 	s.upsertSearch(ctx)
 	s.setWaitingDetails(ctx, fmt.Sprintf("waiting for approval of %s", clip(a.Tool+" "+a.Arguments, 80)), approvalHelp(workflow.GetInfo(ctx).WorkflowExecution.ID, a))
-	s.addEvent(contract.Event{Event: contract.EventApproval, Turn: s.state.Turns, Tool: a.Tool, CallID: a.CallID, Arguments: a.Arguments,
+	s.addEvent(ctx, contract.Event{Event: contract.EventApproval, Turn: s.state.Turns, Tool: a.Tool, CallID: a.CallID, Arguments: a.Arguments,
 		Text: fmt.Sprintf("%s %s waits for approval (digest %s)", a.Tool, clip(a.Arguments, 120), a.Digest[:12])})
 
 	chainCtx, stopChain := workflow.WithCancel(ctx)
@@ -54,7 +54,7 @@ func (s *session) awaitApproval(ctx workflow.Context, a contract.Approval, durat
 	} else if dec != nil {
 		verdict = "denied by " + dec.By
 	}
-	s.addEvent(contract.Event{Event: contract.EventAnswer, Turn: s.state.Turns, Tool: a.Tool, CallID: a.CallID, Text: a.Tool + " " + verdict})
+	s.addEvent(ctx, contract.Event{Event: contract.EventAnswer, Turn: s.state.Turns, Tool: a.Tool, CallID: a.CallID, Text: a.Tool + " " + verdict})
 	return dec, contract.Summary{}, false
 }
 

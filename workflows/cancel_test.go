@@ -34,6 +34,11 @@ func TestCancelDuringLongToolCall(t *testing.T) {
 
 			assert.Equal(t, contract.StatusCancelled, sum.Status)
 			assert.Equal(t, c.reason, sum.Reason)
+			// The model call completed and the tool ran before the cancel: the summary says so.
+			assert.Equal(t, 1, sum.Turns)
+			assert.Equal(t, 1, sum.GatewayCalls)
+			assert.Equal(t, 1, sum.ToolCalls)
+			assert.Equal(t, usage.Total(), sum.Tokens)
 			started, cancelled := w.activities()
 			assert.Equal(t, []string{contract.CallModelActivity, contract.RunToolActivity}, started)
 			assert.Equal(t, []string{contract.RunToolActivity}, cancelled, "the running tool was cancelled")

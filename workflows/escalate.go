@@ -45,7 +45,7 @@ func (s *session) escalate(ctx workflow.Context, req *contract.EscalationRequest
 	s.status = contract.StatusRunning
 	s.upsertSearch(ctx)
 	s.setDetails(ctx, fmt.Sprintf("escalation %s answered %s", e.ID, e.Answer.Action))
-	s.addEvent(contract.Event{Event: contract.EventAnswer, Escalation: e, Text: fmt.Sprintf("%s answered %s", answeredBy(e.Answer), e.Answer.Action)})
+	s.addEvent(ctx, contract.Event{Event: contract.EventAnswer, Escalation: e, Text: fmt.Sprintf("%s answered %s", answeredBy(e.Answer), e.Answer.Action)})
 	return s.apply(ctx, e)
 }
 
@@ -64,6 +64,7 @@ func (s *session) apply(ctx workflow.Context, e *contract.Escalation) (contract.
 		s.state.Pending = append(s.state.Pending, contract.Message{Role: contract.RoleUser, Note: "escalation", Content: contract.PersonPrefix + a.Text})
 	}
 	s.state.Repairs = nil
+	s.state.Rejected = nil
 	s.state.Repeat = contract.RepeatState{}
 	return contract.Summary{}, false
 }
@@ -101,7 +102,7 @@ func (s *session) openEscalation(ctx workflow.Context, req *contract.EscalationR
 	}
 	s.escalation = e
 	record.EscalationRaised(workflow.GetMetricsHandler(ctx), req.Reason)
-	s.addEvent(contract.Event{Event: contract.EventEscalation, Escalation: e, Text: e.Summary, Turn: s.state.Turns})
+	s.addEvent(ctx, contract.Event{Event: contract.EventEscalation, Escalation: e, Text: e.Summary, Turn: s.state.Turns})
 	return e
 }
 

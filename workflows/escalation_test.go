@@ -65,6 +65,8 @@ func TestBadArgumentsEscalate(t *testing.T) {
 			assert.Equal(t, contract.ReasonRepairCap, waiting.Escalation.Reason)
 			require.Len(t, waiting.Escalation.Calls, 1)
 			assert.Equal(t, "b4", waiting.Escalation.Calls[0].ID)
+			assert.Len(t, waiting.Escalation.Tried, contract.RepairCap+1, "every rejected call is listed as tried")
+			assert.Equal(t, contract.RepairCap+1, waiting.Counters.BlockedCalls, "every rejected call is counted as blocked")
 
 			require.NotNil(t, out)
 			assert.True(t, out.accepted, "the answer was accepted")

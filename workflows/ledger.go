@@ -43,7 +43,7 @@ func (s *session) limitSummary(ctx workflow.Context, limit string) contract.Summ
 	s.state.Pending = append(s.state.Pending, contract.Message{
 		Role: contract.RoleUser, Note: "limit", Content: "[keel] " + text + ". The session ended here.",
 	})
-	s.addEvent(contract.Event{Event: contract.EventLimit, Limit: limit, Text: text, Turn: s.state.Turns})
+	s.addEvent(ctx, contract.Event{Event: contract.EventLimit, Limit: limit, Text: text, Turn: s.state.Turns})
 	record.LimitTripped(workflow.GetMetricsHandler(ctx), limit)
 	sum := s.summary(ctx, contract.StatusLimit, "")
 	sum.Limit = limit

@@ -65,7 +65,7 @@ func (s *session) say(ctx workflow.Context, m contract.Say) contract.SayResult {
 	s.state.SaySeq++
 	s.state.Inbox = append(s.state.Inbox, contract.Message{Role: contract.RoleUser, Note: "say", Content: contract.PersonPrefix + m.Text})
 	by := sayBy(m)
-	s.addEvent(contract.Event{Event: contract.EventSay, Turn: s.state.Turns + 1, Text: m.Text, By: by})
+	s.addEvent(ctx, contract.Event{Event: contract.EventSay, Turn: s.state.Turns + 1, Text: m.Text, By: by})
 	msg := fmt.Sprintf("message %d from %s queued for the next model call", s.state.SaySeq, by)
 	if m.Interrupt && s.cancelTurn != nil && s.modelTurn {
 		s.interrupted = true
@@ -141,5 +141,5 @@ func (s *session) absorbInterrupted(ctx workflow.Context, turn int, res contract
 		}
 		s.upsertSearch(ctx)
 	}
-	s.addEvent(contract.Event{Event: contract.EventNotice, Turn: turn, Text: fmt.Sprintf("turn %d interrupted by a person's message", turn)})
+	s.addEvent(ctx, contract.Event{Event: contract.EventNotice, Turn: turn, Text: fmt.Sprintf("turn %d interrupted by a person's message", turn)})
 }

@@ -121,7 +121,7 @@ func (s *session) run(ctx workflow.Context) (contract.Summary, error) {
 			s.turnsThisRun++
 			continue
 		}
-		if sum, done := s.turnStopped(ctx, res, outcome); done {
+		if sum, done := s.turnStopped(ctx, turn, res, outcome); done {
 			return s.finish(ctx, sum)
 		}
 		s.absorb(ctx, turn, res)
@@ -134,7 +134,7 @@ func (s *session) run(ctx workflow.Context) (contract.Summary, error) {
 			in := s.turnInput(ctx, turn)
 			in.Resume, in.Approved = res.Resume, dec
 			res, outcome = s.runTurn(ctx, in, fmt.Sprintf("%s-approval-%d", id, k), deadline)
-			if sum, done := s.turnStopped(ctx, res, outcome); done {
+			if sum, done := s.turnStopped(ctx, turn, res, outcome); done {
 				return s.finish(ctx, sum)
 			}
 			s.absorb(ctx, turn, res)
@@ -169,15 +169,35 @@ const (
 	turnInterrupted
 )
 
-// turnStopped ends the session when a turn was cancelled or ran out of time.
-func (s *session) turnStopped(ctx workflow.Context, res contract.TurnResult, outcome turnOutcome) (contract.Summary, bool) {
+// turnStopped ends the session when a turn was cancelled or ran out of time, keeping what the
+// turn did in the ledger first.
+func (s *session) turnStopped(ctx workflow.Context, turn int, res contract.TurnResult, outcome turnOutcome) (contract.Summary, bool) {
 	switch outcome {
 	case turnCancelled:
+		s.keepStopped(ctx, turn, res)
 		return s.cancelledSummary(ctx, res.Partial), true
 	case turnTimedOut:
+		s.keepStopped(ctx, turn, res)
 		return s.limitSummary(ctx, contract.LimitDuration), true
 	}
 	return contract.Summary{}, false
+}
+
+// keepStopped folds what a cancelled or timed-out turn did (its model call, tool calls, tokens,
+// the tool results it kept) into the ledger, so the summary reports what happened. It issues no
+// command: the session's final search attribute update follows.
+func (s *session) keepStopped(ctx workflow.Context, turn int, res contract.TurnResult) {
+	if res.Counters.GatewayCalls > 0 {
+		s.state.Turns = max(s.state.Turns, turn)
+	}
+	s.state.Usage = s.state.Usage.Add(res.Usage)
+	s.state.Counters = s.state.Counters.Add(res.Counters)
+	if res.Head != "" {
+		s.state.Head, s.state.Pending = res.Head, res.Pending
+	}
+	for _, e := range res.Events {
+		s.addEvent(ctx, e)
+	}
 }
 
 // runTurn runs one AgentTurn child and races it against the duration deadline and a cancel.
@@ -244,6 +264,7 @@ func (s *session) turnInput(ctx workflow.Context, turn int) contract.TurnInput {
 		Sinks:     s.sinks,
 		Repeat:    s.state.Repeat,
 		Repairs:   s.state.Repairs,
+		Rejected:  s.state.Rejected,
 		Breakers:  s.state.Breakers,
 	}
 }
@@ -261,9 +282,10 @@ func (s *session) absorb(ctx workflow.Context, turn int, res contract.TurnResult
 	if res.Repairs != nil {
 		s.state.Repairs = res.Repairs
 	}
+	s.state.Rejected = res.Rejected
 	s.state.Breakers = res.Breakers
 	for _, e := range res.Events {
-		s.addEvent(e)
+		s.addEvent(ctx, e)
 	}
 	s.upsertSearch(ctx)
 }
@@ -313,7 +335,15 @@ func (s *session) finish(ctx workflow.Context, sum contract.Summary) (contract.S
 	return sum, contract.EndError(sum)
 }
 
-func (s *session) addEvent(e contract.Event) {
+// addEvent keeps one session-level event, stamped with the session's ID and the workflow's time
+// when its producer (a turn) did not stamp it, so every line of --output jsonl says when and where.
+func (s *session) addEvent(ctx workflow.Context, e contract.Event) {
+	if e.WorkflowID == "" {
+		e.WorkflowID = workflow.GetInfo(ctx).WorkflowExecution.ID
+	}
+	if e.Time.IsZero() {
+		e.Time = workflow.Now(ctx).UTC()
+	}
 	s.state.EventSeq++
 	e.Seq = s.state.EventSeq
 	s.state.Events = append(s.state.Events, e)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -18,7 +19,7 @@ import (
 // AgentTurn is one turn: one model call, then each requested tool call in order through the gates
 // (schema, repeat detection, policy), a single-attempt tool activity, and a feedback message.
 func AgentTurn(ctx workflow.Context, in contract.TurnInput) (contract.TurnResult, error) {
-	t := &turn{in: in, repeat: in.Repeat, repairs: copyCounts(in.Repairs), breakers: in.Breakers, metrics: workflow.GetMetricsHandler(ctx)}
+	t := &turn{in: in, repeat: in.Repeat, repairs: copyCounts(in.Repairs), rejected: slices.Clone(in.Rejected), breakers: in.Breakers, metrics: workflow.GetMetricsHandler(ctx)}
 	return t.run(ctx)
 }
 
@@ -28,6 +29,7 @@ type turn struct {
 	res      contract.TurnResult
 	repeat   contract.RepeatState
 	repairs  map[string]int
+	rejected []string
 	feedback []contract.Message
 	breakers breaker.State
 	metrics  record.Handler
@@ -110,7 +112,9 @@ func (t *turn) stopCalls(ctx workflow.Context, rest []contract.ToolCall, running
 	}
 	for i, c := range rest {
 		if i == 0 && running {
-			t.reply(c, toolspec.OutcomeUnknownFeedback(c.Name, c.Arguments), true)
+			text := toolspec.OutcomeUnknownFeedback(c.Name, c.Arguments)
+			t.reply(c, text, true)
+			t.res.Events = append(t.res.Events, contract.Event{Event: contract.EventToolResult, Turn: t.in.Turn, Tool: c.Name, CallID: c.ID, IsError: true, Text: text})
 			continue
 		}
 		t.reply(c, fmt.Sprintf("%s was not run: a person interrupted the turn; nothing was changed. Read their message and send it again if it is still needed.", c.Name), true)
@@ -196,6 +200,7 @@ func (t *turn) finish() contract.TurnResult {
 	t.res.Pending = t.feedback
 	t.res.Repeat = t.repeat
 	t.res.Repairs = t.repairs
+	t.res.Rejected = t.rejected
 	t.res.Breakers = t.breakers
 	return t.res
 }

@@ -35,6 +35,7 @@ func (t *turn) handleCall(ctx workflow.Context, call contract.ToolCall) error {
 		return nil
 	}
 	t.repairs[call.Name], t.repairs[anyTool] = 0, 0
+	t.rejected = nil
 
 	if n := t.noteRepeat(call); n >= repeatThreshold {
 		t.blockRepeat(call, n)
@@ -43,6 +44,7 @@ func (t *turn) handleCall(ctx workflow.Context, call contract.ToolCall) error {
 	if why := t.policyRefusal(call); why != "" {
 		text := toolspec.PolicyDeniedFeedback(call.Name, why)
 		t.reply(call, text, true)
+		t.res.Counters.BlockedCalls++
 		t.escalateCall(contract.ReasonPolicy, call, "a call outside the tool policy: "+why, text)
 		return nil
 	}
@@ -117,7 +119,10 @@ func (t *turn) runTool(ctx workflow.Context, call contract.ToolCall, server, key
 		if server != "" {
 			t.breakers.Record(t.in.Policy.Breaker, key, workflow.Now(ctx), false)
 		}
-		t.reply(call, toolspec.OutcomeUnknownFeedback(call.Name, call.Arguments), true)
+		text := toolspec.OutcomeUnknownFeedback(call.Name, call.Arguments)
+		t.reply(call, text, true)
+		// The activity never posted its result; the stream shows what the model was told instead.
+		t.res.Events = append(t.res.Events, contract.Event{Event: contract.EventToolResult, Turn: t.in.Turn, Tool: call.Name, CallID: call.ID, IsError: true, Text: text})
 		return nil
 	}
 	// Only MCP servers trip breakers: a failing built-in tool runs in this worker and its failures
@@ -148,10 +153,16 @@ func (t *turn) rejectArgs(call contract.ToolCall, feedback string) {
 	t.repairs[anyTool]++
 	record.ToolCall(t.metrics, call.Name, record.ToolBlocked)
 	t.reply(call, feedback, true)
-	t.res.Events = append(t.res.Events, contract.Event{Event: contract.EventBlocked, Turn: t.in.Turn, Tool: call.Name, CallID: call.ID, Text: feedback})
+	t.res.Counters.BlockedCalls++
+	t.rejected = append(t.rejected, triedLine(t.in.Turn, call))
+	if n := len(t.rejected); n > maxTried {
+		t.rejected = slices.Clone(t.rejected[n-maxTried:])
+	}
+	t.res.Events = append(t.res.Events, contract.Event{Event: contract.EventBlocked, Turn: t.in.Turn, Tool: call.Name, CallID: call.ID, Arguments: call.Arguments, Text: feedback})
 	if t.repairsLeft(call.Name) < 0 {
 		t.escalateCall(contract.ReasonRepairCap, call,
 			fmt.Sprintf("the model sent invalid arguments %d times in a row", max(t.repairs[call.Name], t.repairs[anyTool])), feedback)
+		t.res.Escalate.Tried = slices.Clone(t.rejected)
 	}
 }
 
@@ -194,8 +205,16 @@ func (t *turn) escalateCall(reason string, call contract.ToolCall, summary, last
 		Summary:   summary,
 		LastError: lastError,
 		Calls:     []contract.ToolCall{call},
-		Tried:     []string{fmt.Sprintf("turn %d: %s %s", t.in.Turn, call.Name, clip(call.Arguments, 200))},
+		Tried:     []string{triedLine(t.in.Turn, call)},
 	}
+}
+
+// maxTried bounds the rejected calls an escalation lists.
+const maxTried = 10
+
+// triedLine is one entry of an escalation's "Tried" list.
+func triedLine(turn int, call contract.ToolCall) string {
+	return fmt.Sprintf("turn %d: %s %s", turn, call.Name, clip(call.Arguments, 200))
 }
 
 // breakerOpen reports whether key's breaker is open, without changing it.

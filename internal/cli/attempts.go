@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -10,14 +11,17 @@ import (
 
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
+	failurepb "go.temporal.io/api/failure/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/keelrun/keel/internal/contract"
 )
 
 func attemptsCmd(g *globals) *cobra.Command {
 	var job contract.JobKey
+	var output string
 	cmd := &cobra.Command{
 		Use:   "attempts [WORKFLOW_ID | --repo R --commit C --path P --prompt-version V --model M]",
 		Short: "Show a job's attempt history (each model and tool call, attempts, outcome, class), read from Temporal's history",
@@ -32,8 +36,11 @@ func attemptsCmd(g *globals) *cobra.Command {
 			default:
 				return usageErr("name a workflow ID or a job key (--repo, --commit, --path, --prompt-version, --model)")
 			}
+			if output != "text" && output != "jsonl" {
+				return usageErr("--output %q is not one of text, jsonl", output)
+			}
 			return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
-				return printAttempts(ctx, c, wid, g.stdout)
+				return printAttempts(ctx, c, wid, output, g.stdout)
 			})
 		},
 	}
@@ -42,37 +49,69 @@ func attemptsCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&job.Path, "path", "", "job key: path")
 	cmd.Flags().StringVar(&job.PromptVersion, "prompt-version", "v1", "job key: prompt version")
 	cmd.Flags().StringVar(&job.Model, "model", "gpt-4o-mini", "job key: model alias")
+	outputFlag(cmd, &output)
 	return cmd
 }
 
-// attemptRow is one activity of a session, as its history records it.
+// attemptRow is one activity of a session, as its history records it. With --output jsonl it is
+// printed as an "attempt" record.
 type attemptRow struct {
-	at       time.Time
-	turn     string
-	activity string
-	attempts int32
-	outcome  string
-	class    string
+	Event      string    `json:"event"`
+	At         time.Time `json:"time"`
+	WorkflowID string    `json:"workflow_id"`
+	Turn       string    `json:"turn"`
+	Activity   string    `json:"activity"`
+	Attempts   int32     `json:"attempts"`
+	Outcome    string    `json:"outcome"`
+	// Class is Keel's failure class (throttle, transport, ...) of the last failed attempt, or the
+	// error type when the failure carries none.
+	Class string `json:"class,omitempty"`
 }
 
 // printAttempts walks the session's runs and its turns' histories, the ledger of every attempt.
-func printAttempts(ctx context.Context, c client.Client, wid string, out io.Writer) error {
+func printAttempts(ctx context.Context, c client.Client, wid, output string, out io.Writer) error {
 	turns, err := childIDs(ctx, c, wid)
 	if err != nil {
 		return err
 	}
+	enc := json.NewEncoder(out)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tTURN\tACTIVITY\tATTEMPTS\tOUTCOME\tCLASS")
+	if output != "jsonl" {
+		fmt.Fprintln(tw, "TIME\tTURN\tACTIVITY\tATTEMPTS\tOUTCOME\tCLASS")
+	}
 	for _, turn := range turns {
 		rows, err := activityRows(ctx, c, turn)
 		if err != nil {
 			return err
 		}
 		for _, r := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.at.Format(time.TimeOnly), r.turn, r.activity, r.attempts, r.outcome, r.class)
+			if output == "jsonl" {
+				r.Event, r.WorkflowID, r.At = "attempt", wid, r.At.UTC()
+				if err := enc.Encode(r); err != nil {
+					return fmt.Errorf("writing the attempts: %w", err)
+				}
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.At.Format(time.TimeOnly), r.Turn, r.Activity, r.Attempts, r.Outcome, r.Class)
 		}
 	}
 	return tw.Flush()
+}
+
+// failureClass is Keel's class of a failure: the class a model call's failure carries in its
+// details, or the error type for anything else.
+func failureClass(f *failurepb.Failure) string {
+	info := f.GetApplicationFailureInfo()
+	if info == nil {
+		return ""
+	}
+	if info.GetType() == contract.ModelErrorType {
+		var mf contract.Failure
+		if converter.GetDefaultDataConverter().FromPayloads(info.GetDetails(), &mf) == nil && mf.Class != "" {
+			return mf.Class
+		}
+	}
+	return info.GetType()
 }
 
 // childIDs lists the turn workflows a session started, over all its runs.
@@ -103,15 +142,15 @@ func activityRows(ctx context.Context, c client.Client, turnID string) ([]attemp
 			return nil, fmt.Errorf("reading the history of %s: %w", turnID, err)
 		}
 		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
-			r := &attemptRow{at: ev.GetEventTime().AsTime(), turn: turn, activity: activityLabel(ev, a.GetActivityType().GetName()), outcome: "pending"}
+			r := &attemptRow{At: ev.GetEventTime().AsTime(), Turn: turn, Activity: activityLabel(ev, a.GetActivityType().GetName()), Outcome: "pending"}
 			byID[ev.GetEventId()] = r
 			order = append(order, r)
 		}
 		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil {
 			if r := byID[a.GetScheduledEventId()]; r != nil {
-				r.attempts = a.GetAttempt()
+				r.Attempts = a.GetAttempt()
 				if f := a.GetLastFailure(); f != nil {
-					r.class = f.GetApplicationFailureInfo().GetType()
+					r.Class = failureClass(f)
 				}
 			}
 		}
@@ -134,7 +173,7 @@ func settle(ev *historypb.HistoryEvent, byID map[int64]*attemptRow) {
 	case ev.GetActivityTaskFailedEventAttributes() != nil:
 		a := ev.GetActivityTaskFailedEventAttributes()
 		sched, outcome = a.GetScheduledEventId(), "failed: "+clip(a.GetFailure().GetMessage(), 80)
-		class = a.GetFailure().GetApplicationFailureInfo().GetType()
+		class = failureClass(a.GetFailure())
 	case ev.GetActivityTaskTimedOutEventAttributes() != nil:
 		sched, outcome = ev.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId(), "timed out (outcome unknown)"
 	case ev.GetActivityTaskCanceledEventAttributes() != nil:
@@ -143,9 +182,9 @@ func settle(ev *historypb.HistoryEvent, byID map[int64]*attemptRow) {
 		return
 	}
 	if r := byID[sched]; r != nil {
-		r.outcome = outcome
+		r.Outcome = outcome
 		if class != "" {
-			r.class = class
+			r.Class = class
 		}
 	}
 }

@@ -112,11 +112,16 @@ func answerSession(ctx context.Context, c client.Client, workflowID string, a co
 }
 
 func escalationsCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "escalations",
 		Short: "List pending escalations across running sessions",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := newPrinter(output, g.stdout)
+			if err != nil {
+				return err
+			}
 			return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
 				resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
 					Query: fmt.Sprintf("%s = true AND ExecutionStatus = 'Running'", contract.PendingEscalationKey.GetName()),
@@ -131,15 +136,26 @@ func escalationsCmd(g *globals) *cobra.Command {
 						continue
 					}
 					n++
-					fmt.Fprintln(g.stdout, escalation.Text(*st.Escalation))
+					printEscalation(p, g, *st.Escalation)
 				}
-				if n == 0 {
+				if n == 0 && output != "jsonl" {
 					fmt.Fprintln(g.stdout, "no pending escalations")
 				}
 				return nil
 			})
 		},
 	}
+	outputFlag(cmd, &output)
+	return cmd
+}
+
+// printEscalation prints one pending escalation: its text for people, or an escalation event.
+func printEscalation(p printer, g *globals, e contract.Escalation) {
+	if _, ok := p.(*jsonPrinter); ok {
+		p.event(contract.Event{Event: contract.EventEscalation, WorkflowID: e.WorkflowID, Escalation: &e, Text: e.Summary})
+		return
+	}
+	fmt.Fprintln(g.stdout, escalation.Text(e))
 }
 
 func sayCmd(g *globals) *cobra.Command {

@@ -58,7 +58,7 @@ func demoCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&inject, "inject", "", "inject a fault: "+strings.Join(InjectModes, ", "))
-	cmd.Flags().StringVar(&output, "output", "text", "text or jsonl")
+	outputFlag(cmd, &output)
 	addLimitFlags(cmd)
 	return cmd
 }
@@ -99,6 +99,7 @@ func runDemo(ctx context.Context, g *globals, cfg config.Config, p printer, inje
 	if err := demo.CopyWorkspace(workdir); err != nil {
 		return fmt.Errorf("copying the demo workspace: %w", err)
 	}
+	nameSession(p, wid)
 	p.info("workspace: " + workdir)
 	sum, err := startSession(ctx, c, cfg, sessionSpec{workflowID: wid, task: fakegw.WithMode(demoTask, inject), workdir: workdir, output: output}, p)
 	if err != nil {

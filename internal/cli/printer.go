@@ -6,6 +6,9 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
@@ -16,6 +19,11 @@ type printer interface {
 	event(e contract.Event)
 	info(line string)
 	summary(s contract.Summary)
+}
+
+// outputFlag adds --output (-o, as the temporal CLI has it) to a command that prints records.
+func outputFlag(cmd *cobra.Command, output *string) {
+	cmd.Flags().StringVarP(output, "output", "o", "text", "text or jsonl")
 }
 
 func newPrinter(output string, w io.Writer) (printer, error) {
@@ -95,15 +103,40 @@ func (t *textPrinter) summary(s contract.Summary) {
 	}
 }
 
-// jsonPrinter writes one JSON object per event and closes with the summary.
+// jsonPrinter writes one JSON object per event and closes with the summary. Every line carries
+// the time and the session's workflow ID: events that come without them (the starter's own
+// notices, replayed messages) are stamped here.
 type jsonPrinter struct {
-	mu  sync.Mutex
-	enc *json.Encoder
+	mu         sync.Mutex
+	enc        *json.Encoder
+	workflowID string
+}
+
+// sessionNamer is a printer that stamps the session's ID on lines that lack it.
+type sessionNamer interface{ nameSession(id string) }
+
+// nameSession tells p which session its lines are about, once the ID is known.
+func nameSession(p printer, id string) {
+	if n, ok := p.(sessionNamer); ok {
+		n.nameSession(id)
+	}
+}
+
+func (j *jsonPrinter) nameSession(id string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.workflowID = id
 }
 
 func (j *jsonPrinter) event(e contract.Event) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if e.Time.IsZero() {
+		e.Time = time.Now().UTC()
+	}
+	if e.WorkflowID == "" {
+		e.WorkflowID = j.workflowID
+	}
 	_ = j.enc.Encode(e)
 }
 
@@ -115,9 +148,10 @@ func (j *jsonPrinter) summary(s contract.Summary) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	_ = j.enc.Encode(struct {
-		Event string `json:"event"`
+		Event string    `json:"event"`
+		Time  time.Time `json:"time"`
 		contract.Summary
-	}{contract.EventSummary, s})
+	}{contract.EventSummary, time.Now().UTC(), s})
 }
 
 func firstLines(s string, n int) string {

@@ -75,7 +75,7 @@ func runCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&job.PromptVersion, "prompt-version", "v1", "job key: prompt version")
 	cmd.Flags().BoolVar(&dev, "dev", false, "bring up a local dev server and an in-process worker if none is running")
 	cmd.Flags().StringVar(&workdir, "workdir", ".", "the work directory the tools are confined to")
-	cmd.Flags().StringVar(&output, "output", "text", "text or jsonl")
+	outputFlag(cmd, &output)
 	addLimitFlags(cmd)
 	cmd.Flags().String("base-url", "", "provider base URL (gateway.base_url)")
 	return cmd

@@ -35,6 +35,7 @@ type sessionSpec struct {
 // startSession starts (or, for the same workflow ID, attaches to) a session, follows it until it
 // ends and returns its summary with the exit status it maps to.
 func startSession(ctx context.Context, c client.Client, cfg config.Config, spec sessionSpec, p printer) (contract.Summary, error) {
+	nameSession(p, spec.workflowID)
 	sink, err := events.Listen(cfg.Events.Host)
 	if err != nil {
 		return contract.Summary{}, err

@@ -31,6 +31,7 @@ func watchCmd(g *globals) *cobra.Command {
 			}
 			return withStore(g, cmd, func(ctx context.Context, cfg config.Config, c client.Client, st store.Store) error {
 				wid := args[0]
+				nameSession(p, wid)
 				tr, err := readTranscript(ctx, c, st, wid)
 				if err != nil {
 					return err
@@ -56,7 +57,7 @@ func watchCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&output, "output", "text", "text or jsonl")
+	outputFlag(cmd, &output)
 	return cmd
 }
 
@@ -95,6 +96,7 @@ func forkCmd(g *globals) *cobra.Command {
 				}
 				in.Carry = &contract.SessionState{Head: head, Turns: turn, StartedAt: time.Now()}
 				wid := newWorkflowID("fork")
+				nameSession(p, wid)
 				p.info(fmt.Sprintf("forked %s at turn %d as %s", args[0], turn, wid))
 				sum, err := startSession(ctx, c, cfg, sessionSpec{workflowID: wid, task: "fork: " + in.Task, output: output, input: &in}, p)
 				if err != nil {
@@ -107,7 +109,7 @@ func forkCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().IntVar(&turn, "turn", 0, "keep the transcript up to the end of this turn")
 	cmd.Flags().StringArrayVar(&edits, "edit", nil, "replace the result of one tool call in the copy: CALL_ID=TEXT")
-	cmd.Flags().StringVar(&output, "output", "text", "text or jsonl")
+	outputFlag(cmd, &output)
 	return cmd
 }
 

@@ -19,6 +19,12 @@ const (
 	EventMessage = "message"
 )
 
+// EventKinds lists every event kind, for the documentation check.
+var EventKinds = []string{
+	EventNotice, EventDelta, EventToolCall, EventToolResult, EventRetry, EventBlocked, EventLimit,
+	EventEscalation, EventApproval, EventAnswer, EventSay, EventMessage, EventSummary,
+}
+
 // Event is one thing that happened in a session, for the user's terminal. Activities post live
 // events to the session's sinks; session-level events are also kept in the session's status.
 type Event struct {

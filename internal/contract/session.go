@@ -42,6 +42,8 @@ type SessionState struct {
 	// continue-as-new, so a model that spins cannot escape by outliving a run.
 	Repeat  RepeatState    `json:"repeat"`
 	Repairs map[string]int `json:"repairs,omitempty"`
+	// Rejected lists the rejected calls since the last valid one (see TurnInput.Rejected).
+	Rejected []string `json:"rejected,omitempty"`
 	// Events are the most recent session-level events; EventSeq numbers them across runs.
 	Events   []Event `json:"events,omitempty"`
 	EventSeq int     `json:"event_seq,omitempty"`

@@ -22,6 +22,9 @@ type TurnInput struct {
 	// Repairs counts rejected (unparsable or schema-violating) calls per tool, plus the key "*"
 	// for consecutive rejections of any tool; a person is asked once a count passes RepairCap.
 	Repairs map[string]int `json:"repairs,omitempty"`
+	// Rejected lists the rejected calls since the last valid one ("turn 2: read_file {..."), so an
+	// escalation for the repair cap shows everything that was tried.
+	Rejected []string `json:"rejected,omitempty"`
 	// Breakers carries the circuit breakers from turn to turn.
 	Breakers breaker.State `json:"breakers,omitzero"`
 	// Resume continues a turn that stopped for an approval: these calls are taken through the gates
@@ -50,6 +53,7 @@ type TurnResult struct {
 	Counters Counters       `json:"counters"`
 	Repeat   RepeatState    `json:"repeat"`
 	Repairs  map[string]int `json:"repairs,omitempty"`
+	Rejected []string       `json:"rejected,omitempty"`
 	Breakers breaker.State  `json:"breakers,omitzero"`
 	// Failure is set when the turn surfaced a failure it could not handle itself.
 	Failure *Failure `json:"failure,omitempty"`

@@ -76,6 +76,11 @@ func TestCancelLongCommand(t *testing.T) {
 				t.Fatalf("exit %d, status %q; want 130 and cancelled\nstderr: %s", r.Code, r.Summary.Status, r.Stderr)
 			}
 			requireTemporalEnd(t, r.Summary)
+			requireStamped(t, r)
+			// The long command ran in a turn whose model call had completed: the summary says so.
+			if s := r.Summary; s.Turns < 1 || s.ToolCalls < 1 || s.GatewayCalls < 1 || s.Tokens <= 0 {
+				t.Fatalf("the cancelled session's summary hides what happened: %+v", s)
+			}
 		})
 	}
 }
@@ -142,6 +147,7 @@ func TestLimits(t *testing.T) {
 				t.Fatalf("exit %d, summary %+v; want exit 3, limit %s, reason containing %q", r.Code, s, c.limit, c.text)
 			}
 			requireTemporalEnd(t, s)
+			requireStamped(t, r)
 			limitEvent := false
 			for _, e := range r.Events {
 				limitEvent = limitEvent || (e.Event == contract.EventLimit && e.Limit == c.limit)

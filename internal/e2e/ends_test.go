@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/testenv"
 )
 
 // temporalEnds is how Temporal must show a session that ended with each status: the status of
@@ -55,5 +57,28 @@ func requireTemporalEnd(t *testing.T, sum contract.Summary) {
 	}
 	if f.GetMessage() == "" {
 		t.Fatalf("%s failed with an empty message", sum.WorkflowID)
+	}
+}
+
+// requireStamped checks that every line the starter printed with --output jsonl says when it
+// happened and which session it is about, the summary included.
+func requireStamped(t *testing.T, r testenv.Run) {
+	t.Helper()
+	wid := r.Summary.WorkflowID
+	if wid == "" {
+		t.Fatalf("no summary with a workflow ID:\n%s", r.Stdout)
+	}
+	for _, e := range r.Events {
+		if e.Time.IsZero() || e.Time.Year() < 2000 || e.WorkflowID != wid {
+			t.Fatalf("a %s event lacks its time or workflow ID (want %s): %+v", e.Event, wid, e)
+		}
+	}
+	lines := nonEmptyLines(r.Stdout)
+	var last struct {
+		Event string    `json:"event"`
+		Time  time.Time `json:"time"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.Event != contract.EventSummary || last.Time.IsZero() {
+		t.Fatalf("the last line is not a summary with a time: %s", lines[len(lines)-1])
 	}
 }

@@ -58,6 +58,10 @@ func TestBadArgsEscalation(t *testing.T) {
 				t.Fatalf("exit %d, status %q (reason %q); want %d, %q", r.Code, r.Summary.Status, r.Summary.Reason, c.code, c.status)
 			}
 			requireTemporalEnd(t, r.Summary)
+			requireStamped(t, r)
+			if n := len(e.Escalation.Tried); n != contract.RepairCap+1 {
+				t.Errorf("the escalation lists %d tried calls, want all %d rejected ones: %q", n, contract.RepairCap+1, e.Escalation.Tried)
+			}
 			blocked, ranBeforeAnswer := 0, 0
 			for _, ev := range r.Events {
 				switch {
@@ -72,6 +76,9 @@ func TestBadArgsEscalation(t *testing.T) {
 			}
 			if blocked < 4 || ranBeforeAnswer != 0 {
 				t.Fatalf("%d rejections, %d tool activities before the answer; want >= 4 and 0", blocked, ranBeforeAnswer)
+			}
+			if r.Summary.BlockedCalls != blocked {
+				t.Fatalf("the summary counts %d blocked calls; the stream showed %d", r.Summary.BlockedCalls, blocked)
 			}
 		})
 	}

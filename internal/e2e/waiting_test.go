@@ -13,6 +13,7 @@ import (
 
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/devserver"
+	"github.com/keelrun/keel/internal/devkit/testenv"
 )
 
 // metadata reads what the Web UI shows of a session: its current details and the descriptions
@@ -92,6 +93,7 @@ func TestWaitingSessionShowsHowToAnswer(t *testing.T) {
 				t.Fatalf("the current details do not name %q:\n%s", want, details)
 			}
 		}
+		requireListed(t, shared, wid, e.Escalation.ID)
 		// The Temporal CLI line answers retry; the session asks again, and the starter line aborts.
 		out := runLine(t, shared, detailsLine(t, wid, "temporal workflow update execute --workflow-id "+wid+" --name "+contract.UpdateAnswerEscalation))
 		if !strings.Contains(out, "accepted") {
@@ -164,4 +166,29 @@ func requireDescriptions(t *testing.T, md *sdkpb.WorkflowMetadata) {
 			t.Errorf("%s has no description", name)
 		}
 	}
+}
+
+// requireListed checks that `starter escalations -o jsonl` lists the pending escalation as an
+// escalation record with its time and workflow ID.
+func requireListed(t *testing.T, environ []string, wid, id string) {
+	t.Helper()
+	cmd := exec.Command(starter, "escalations", "-o", "jsonl")
+	cmd.Env = environ
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("starter escalations -o jsonl: %v\n%s", err, out)
+	}
+	evs, _, err := testenv.ParseJSONL(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.Event == contract.EventEscalation && e.Escalation != nil && e.Escalation.ID == id {
+			if e.WorkflowID != wid || e.Time.IsZero() {
+				t.Fatalf("the escalation record lacks its workflow ID or time: %+v", e)
+			}
+			return
+		}
+	}
+	t.Fatalf("starter escalations -o jsonl does not list %s:\n%s", id, out)
 }

@@ -81,6 +81,18 @@ func TestWorkerDiesMidTool(t *testing.T) {
 	if unknown != 1 {
 		t.Fatalf("the model was told %d times that the outcome is unknown, want 1", unknown)
 	}
+	// The stream shows what the model was told about the interrupted call, as its tool_result.
+	watched := startLiveEnv(t, environ, "watch", run.GetID(), "-o", "jsonl").finish()
+	shown := 0
+	for _, e := range watched.Events {
+		if e.Event == contract.EventToolResult && e.IsError && strings.Contains(e.Text, "outcome is unknown") {
+			shown++
+		}
+	}
+	if shown != 1 {
+		t.Fatalf("starter watch showed the outcome-unknown tool_result %d times, want 1:\n%s", shown, watched.Stdout)
+	}
+	requireStamped(t, watched)
 	if dups, total := duplicateExecutions(t, effects); len(dups) != 0 || !strings.Contains(readFile(t, effects), `"workflow":"`+contract.TurnWorkflowID(run.GetID(), 1)+`"`) || total < 2 {
 		t.Fatalf("tool executions: %d logged, duplicates %v; the interrupted call must run exactly once", total, dups)
 	}
