@@ -140,7 +140,7 @@ var defaults = map[string]any{
 	"temporal.address":                "127.0.0.1:7233",
 	"temporal.namespace":              "default",
 	"temporal.task_queue":             contract.TaskQueue,
-	"temporal.ui_url":                 "http://127.0.0.1:8233",
+	"temporal.ui_url":                 "",
 	"temporal.turns_per_run":          0,
 	"dev.state_dir":                   ".keel",
 	"dev.ui_port":                     8233,

@@ -54,6 +54,21 @@ func TestLoad(t *testing.T) {
 				t.Fatalf("fixed jitter %v by default, want a random draw", *c.Gateway.FixedJitter)
 			}
 		}},
+		{name: "Web UI link from dev.ui_port", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_DEV_UI_PORT": "18233"}, check: func(t *testing.T, c Config) {
+			if c.Temporal.UIURL != "http://127.0.0.1:18233" || c.Escalation.UIBase != c.Temporal.UIURL {
+				t.Fatalf("UI link %q (escalations %q), want http://127.0.0.1:18233", c.Temporal.UIURL, c.Escalation.UIBase)
+			}
+		}},
+		{name: "Web UI link on the server's host", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_TEMPORAL_ADDRESS": "10.0.0.5:7233"}, check: func(t *testing.T, c Config) {
+			if c.Temporal.UIURL != "http://10.0.0.5:8233" {
+				t.Fatalf("UI link %q, want http://10.0.0.5:8233", c.Temporal.UIURL)
+			}
+		}},
+		{name: "explicit Web UI link wins", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_DEV_UI_PORT": "18233", "KEEL_TEMPORAL_UI_URL": "https://temporal.example.com/"}, check: func(t *testing.T, c Config) {
+			if c.Temporal.UIURL != "https://temporal.example.com" {
+				t.Fatalf("UI link %q", c.Temporal.UIURL)
+			}
+		}},
 		{name: "fixed jitter above one", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_GATEWAY_RETRY_FIXED_JITTER": "1.5"}, key: "gateway.retry.fixed_jitter"},
 		{name: "fixed jitter not a number", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_GATEWAY_RETRY_FIXED_JITTER": "half"}, key: "gateway.retry.fixed_jitter"},
 		{name: "unknown provider", env: map[string]string{"KEEL_GATEWAY_PROVIDER": "bogus", "KEEL_GATEWAY_FAKE": "1"}, key: "gateway.provider"},

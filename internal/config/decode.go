@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -89,6 +90,9 @@ func decode(v *viper.Viper) (Config, error) {
 	}
 	c.Temporal.TurnsPerRun = int(d.integer("temporal.turns_per_run"))
 	c.Dev = Dev{StateDir: v.GetString("dev.state_dir"), UIPort: int(d.integer("dev.ui_port"))}
+	if c.Temporal.UIURL == "" {
+		c.Temporal.UIURL = defaultUIURL(c.Temporal.Address, c.Dev.UIPort)
+	}
 	c.Gateway = Gateway{
 		Provider: d.oneOf("gateway.provider", "openai", "anthropic"),
 		BaseURL:  v.GetString("gateway.base_url"),
@@ -202,4 +206,14 @@ func (c Config) checkChannel(ch string) error {
 	default:
 		return &Error{Key: "escalation.channels", Msg: fmt.Sprintf("unknown channel %q (use slack, github or webhook)", ch)}
 	}
+}
+
+// defaultUIURL is the Web UI a dev server serves next to its frontend: the frontend's host and
+// dev.ui_port, so links follow the port the starter starts the UI on.
+func defaultUIURL(address string, port int) string {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil || host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(port))
 }

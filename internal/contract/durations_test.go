@@ -1,0 +1,59 @@
+package contract
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSessionInputDurationsReadable: the durations of a session's input are text in its JSON (as
+// the Web UI shows it), and input written as nanoseconds by older starters still reads the same.
+func TestSessionInputDurationsReadable(t *testing.T) {
+	in := SessionInput{
+		Task:       "t",
+		Limits:     Limits{MaxTurns: 3, MaxDuration: 30 * time.Minute, MaxTokens: 100},
+		Retry:      RetryConfig{Base: 400 * time.Millisecond, Cap: 8 * time.Second},
+		Policy:     ToolPolicy{Approval: "writes", ApprovalTimeout: 10 * time.Minute, CommandTimeout: 2 * time.Minute},
+		Escalation: EscalationPolicy{Deadline: time.Hour, DefaultAction: ActionAbort},
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"max_duration":"30m0s"`, `"base":"400ms"`, `"cap":"8s"`, `"approval_timeout":"10m0s"`,
+		`"command_timeout":"2m0s"`, `"deadline":"1h0m0s"`, `"max_turns":3`, `"approval":"writes"`, `"default_action":"abort"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the input JSON lacks %s: %s", want, b)
+		}
+	}
+	if strings.Contains(string(b), "1800000000000") {
+		t.Errorf("a duration is still nanoseconds: %s", b)
+	}
+	cases := []struct {
+		name string
+		js   string
+	}{
+		{"text", string(b)},
+		{"nanoseconds", `{"task":"t","limits":{"max_turns":3,"max_duration":1800000000000,"max_tokens":100},` +
+			`"retry":{"base":400000000,"cap":8000000000},"policy":{"approval":"writes","approval_timeout":600000000000,"command_timeout":120000000000},` +
+			`"escalation":{"deadline":3600000000000,"default_action":"abort"},"workdir":""}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var got SessionInput
+			if err := json.Unmarshal([]byte(c.js), &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Limits != in.Limits || got.Retry != in.Retry || got.Policy.ApprovalTimeout != in.Policy.ApprovalTimeout ||
+				got.Policy.CommandTimeout != in.Policy.CommandTimeout || got.Policy.Approval != "writes" ||
+				got.Escalation.Deadline != in.Escalation.Deadline || got.Escalation.DefaultAction != ActionAbort {
+				t.Fatalf("read back %+v", got)
+			}
+		})
+	}
+	var l Limits
+	if err := json.Unmarshal([]byte(`{"max_duration":"thirty minutes"}`), &l); err == nil || !strings.Contains(err.Error(), "thirty minutes") {
+		t.Fatalf("a bad duration was not refused by name: %v", err)
+	}
+}
