@@ -69,6 +69,7 @@ func TestRecordHistories(t *testing.T) {
 		{name: "approval", env: []string{"KEEL_TOOLS_APPROVAL=writes"}, steer: approveAll, status: contract.StatusCompleted},
 		{name: "max-duration", args: []string{"--max-duration", "3s", "--inject", "long_command"}, status: contract.StatusLimit},
 		{name: "breaker", args: []string{"--inject", "breaker"}, status: contract.StatusCompleted},
+		{name: "refusal", args: []string{"--inject", "refusal"}, status: contract.StatusFailed},
 		{name: "say", args: []string{"--inject", "long_command"}, steer: sayWhileRunning, status: contract.StatusCompleted},
 		{name: "interrupt", args: []string{"--inject", "long_command"}, steer: interruptWhileRunning, status: contract.StatusCompleted},
 	}
