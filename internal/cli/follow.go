@@ -70,6 +70,11 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 		case <-tick.C:
 			f.pollStatus(ctx)
 		case <-sigs:
+			if f.cancelled {
+				// A second interrupt leaves at once: the session may have no worker to end it.
+				f.p.info(fmt.Sprintf("interrupted again: leaving without waiting; session %s ends once a worker takes the cancel (starter watch %s shows it)", f.workflowID, f.workflowID))
+				return contract.Summary{}, &exitError{code: ExitCancelled}
+			}
 			f.cancel(ctx, "interrupted at the terminal")
 		case k, ok := <-keys:
 			if ok {

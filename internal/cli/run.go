@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -18,14 +20,18 @@ import (
 
 func runCmd(g *globals) *cobra.Command {
 	var dev bool
-	var workdir, output string
+	var workdir, output, taskFile string
 	var job contract.JobKey
 	cmd := &cobra.Command{
-		Use:   "run [--dev] [--workdir DIR] TASK",
+		Use:   "run [--dev] [--workdir DIR] TASK | --task-file FILE",
 		Short: "Run a task with the configured provider",
-		Args:  cobra.ExactArgs(1),
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := newPrinter(output, g.stdout)
+			if err != nil {
+				return err
+			}
+			task, err := readTask(args, taskFile, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
@@ -53,7 +59,7 @@ func runCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			spec := sessionSpec{workflowID: newWorkflowID("run"), task: args[0], workdir: abs, output: output}
+			spec := sessionSpec{workflowID: newWorkflowID("run"), task: task, workdir: abs, output: output}
 			if job.Repository != "" {
 				job.Model = cfg.Gateway.Model
 				spec.workflowID, spec.job = job.WorkflowID(), true
@@ -75,6 +81,7 @@ func runCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&job.PromptVersion, "prompt-version", "v1", "job key: prompt version")
 	cmd.Flags().BoolVar(&dev, "dev", false, "bring up a local dev server and an in-process worker if none is running")
 	cmd.Flags().StringVar(&workdir, "workdir", ".", "the work directory the tools are confined to")
+	cmd.Flags().StringVar(&taskFile, "task-file", "", "read the task from FILE (- for standard input) instead of the argument; one argument is capped at 128 KiB")
 	outputFlag(cmd, &output)
 	addLimitFlags(cmd)
 	cmd.Flags().String("base-url", "", "provider base URL (gateway.base_url)")
@@ -159,4 +166,34 @@ func gatewayCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8089", "address to listen on")
 	return cmd
+}
+
+// readTask is the task of a run: the one argument, or the contents of --task-file (standard input
+// for "-"). A task that is empty or only blank is a usage error: a session needs something to do.
+func readTask(args []string, taskFile string, stdin io.Reader) (string, error) {
+	var task string
+	switch {
+	case len(args) == 1 && taskFile != "":
+		return "", usageErr("give the task as an argument or with --task-file, not both")
+	case len(args) == 1:
+		task = args[0]
+	case taskFile == "-":
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return "", usageErr("--task-file -: reading standard input: %v", err)
+		}
+		task = string(b)
+	case taskFile != "":
+		b, err := os.ReadFile(taskFile)
+		if err != nil {
+			return "", usageErr("--task-file %q: %v", taskFile, err)
+		}
+		task = string(b)
+	default:
+		return "", usageErr("no task: give it as an argument (starter run \"fix the failing test\") or with --task-file FILE (- for standard input)")
+	}
+	if strings.TrimSpace(task) == "" {
+		return "", usageErr("the task is empty: say what the session should do")
+	}
+	return task, nil
 }

@@ -69,6 +69,9 @@ func startSession(ctx context.Context, c client.Client, cfg config.Config, spec 
 		_ = c.SignalWorkflow(ctx, run.GetID(), "", contract.SignalAttachSink, contract.AttachSink{URL: sink.URL()})
 	}
 	p.info(fmt.Sprintf("session %s started; Web UI: %s", run.GetID(), uiLink(cfg, run.GetID())))
+	wctx, stopWarn := context.WithCancel(ctx)
+	defer stopWarn()
+	go warnNoWorker(wctx, c, cfg, p)
 	f := &follower{c: c, workflowID: run.GetID(), p: p, sink: sink, interactive: spec.output == "text" && stdinIsTerminal()}
 	return f.follow(ctx, run)
 }
@@ -130,4 +133,24 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n-3] + "..."
+}
+
+// workerCheckAfter is how long a new session may wait before the starter checks that some worker
+// polls its task queue.
+const workerCheckAfter = 2 * time.Second
+
+// warnNoWorker tells the user, a moment after the start, when no worker polls the session's task
+// queue: otherwise the session would wait without a word.
+func warnNoWorker(ctx context.Context, c client.Client, cfg config.Config, p printer) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(workerCheckAfter):
+	}
+	resp, err := c.DescribeTaskQueue(ctx, cfg.Temporal.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+	if err != nil || len(resp.GetPollers()) > 0 || ctx.Err() != nil {
+		return
+	}
+	p.info(fmt.Sprintf("no worker polls task queue %q on %s: the session waits until one does. Start one with `go run ./worker` "+
+		"(same temporal.address and temporal.task_queue), or run again with --dev for a local one", cfg.Temporal.TaskQueue, cfg.Temporal.Address))
 }

@@ -41,7 +41,16 @@ func startLive(t testing.TB, extraEnv []string, args ...string) *liveRun {
 // folder and task queue.
 func startLiveEnv(t testing.TB, environ []string, args ...string) *liveRun {
 	t.Helper()
+	return startLiveCmd(t, environ, nil, args...)
+}
+
+// startLiveCmd is startLiveEnv with a hook that sets up the command before it starts.
+func startLiveCmd(t testing.TB, environ []string, setup func(*exec.Cmd), args ...string) *liveRun {
+	t.Helper()
 	l := &liveRun{t: t, cmd: exec.Command(starter, args...)}
+	if setup != nil {
+		setup(l.cmd)
+	}
 	l.cond = sync.NewCond(&l.mu)
 	l.cmd.Env = environ
 	l.cmd.Stderr = &l.stderr
