@@ -17,6 +17,7 @@ import (
 	"github.com/keelrun/keel/internal/gateway"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tools/mcp"
+	"github.com/keelrun/keel/internal/tools/sandbox"
 	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
@@ -31,6 +32,8 @@ type Activities struct {
 	Rand func() float64
 	// OutputCap bounds a command's kept output in bytes; zero takes the tools default.
 	OutputCap int
+	// Sandbox confines every run_command; nil runs commands unconfined (tools.sandbox: off).
+	Sandbox *sandbox.Config
 	// MCP serves the tools of the configured MCP servers; nil when there are none.
 	MCP *mcp.Manager
 	// Tools runs tool calls; nil means DefaultTools with OutputCap and MCP.

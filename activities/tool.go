@@ -10,6 +10,7 @@ import (
 	"github.com/keelrun/keel/internal/metrics/record"
 	"github.com/keelrun/keel/internal/tools"
 	"github.com/keelrun/keel/internal/tools/mcp"
+	"github.com/keelrun/keel/internal/tools/sandbox"
 )
 
 // RunTool runs one tool call, once. A tool failure is a result written for the model, never an
@@ -65,6 +66,8 @@ type DefaultTools struct {
 	OutputCap int
 	// MCP serves the tools of the configured MCP servers; nil when there are none.
 	MCP *mcp.Manager
+	// Sandbox confines every run_command; nil runs commands unconfined (tools.sandbox: off).
+	Sandbox *sandbox.Config
 }
 
 // Run runs the call where its tool lives.
@@ -72,7 +75,7 @@ func (d DefaultTools) Run(ctx context.Context, req contract.ToolRequest) (contra
 	if req.Server != "" && d.MCP != nil {
 		return d.MCP.Call(ctx, req.Server, req.Call.Name, req.Call.Arguments), nil
 	}
-	box := &tools.Box{Root: req.Workdir, Policy: req.Policy, OutputCap: d.OutputCap}
+	box := &tools.Box{Root: req.Workdir, Policy: req.Policy, OutputCap: d.OutputCap, Sandbox: d.Sandbox}
 	return box.Run(ctx, req.Call), nil
 }
 
@@ -81,5 +84,5 @@ func (a *Activities) tools() ToolRunner {
 	if a.Tools != nil {
 		return a.Tools
 	}
-	return DefaultTools{OutputCap: a.OutputCap, MCP: a.MCP}
+	return DefaultTools{OutputCap: a.OutputCap, MCP: a.MCP, Sandbox: a.Sandbox}
 }

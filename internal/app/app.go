@@ -28,6 +28,7 @@ import (
 	"github.com/keelrun/keel/internal/metrics"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tools/mcp"
+	"github.com/keelrun/keel/internal/tools/sandbox"
 	"github.com/keelrun/keel/workflows"
 )
 
@@ -91,6 +92,9 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := CheckSandbox(cfg); err != nil {
+		return nil, nil, err
+	}
 	st, err := OpenStore(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
@@ -101,6 +105,7 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 		Events:    events.NewPublisher(),
 		Notifiers: Notifiers(cfg),
 		OutputCap: cfg.OutputCap,
+		Sandbox:   cfg.Sandbox,
 	}
 	if j := cfg.Gateway.FixedJitter; j != nil {
 		draw := *j
@@ -110,7 +115,7 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 		acts.MCP = mcp.NewManager(cfg.MCP)
 	}
 	if len(hooks) > 0 {
-		var r activities.ToolRunner = activities.DefaultTools{OutputCap: acts.OutputCap, MCP: acts.MCP}
+		var r activities.ToolRunner = activities.DefaultTools{OutputCap: acts.OutputCap, MCP: acts.MCP, Sandbox: acts.Sandbox}
 		for _, h := range hooks {
 			r = h(r)
 		}
@@ -121,6 +126,21 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 			_ = acts.MCP.Close()
 		}
 	}, nil
+}
+
+// CheckSandbox makes sure commands can run confined before a worker takes work: where the kernel
+// refuses (no user namespaces, not Linux) the worker does not start, and the one-line error says
+// why and how to run anyway.
+func CheckSandbox(cfg config.Config) error {
+	if cfg.Sandbox == nil {
+		return nil
+	}
+	if err := sandbox.Available(*cfg.Sandbox); err != nil {
+		return fmt.Errorf("run_command needs its sandbox, and this system cannot provide one: %v; "+
+			"to run commands unconfined anyway, set tools.sandbox: off (KEEL_TOOLS_SANDBOX=off), which is unsafe: "+
+			"a command can then read the worker's secrets, write outside the work directory and reach the network", err)
+	}
+	return nil
 }
 
 // stores are the stores this process opened, one per backend and location.
@@ -191,6 +211,9 @@ func NewWorker(c client.Client, cfg config.Config, acts *activities.Activities) 
 // RunWorker is the worker process: connect, build the dependencies, serve metrics if configured,
 // and serve the task queue until ctx ends.
 func RunWorker(ctx context.Context, cfg config.Config, hooks ...ToolHook) error {
+	if err := CheckSandbox(cfg); err != nil {
+		return err
+	}
 	var mh client.MetricsHandler
 	if cfg.Metrics.Address != "" {
 		m, err := metrics.New()

@@ -17,16 +17,20 @@ import (
 
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/tools/mcp"
+	"github.com/keelrun/keel/internal/tools/sandbox"
 )
 
 // Config is the whole configuration. docs/configuration.md documents every key.
 type Config struct {
-	Temporal   Temporal
-	Dev        Dev
-	Gateway    Gateway
-	Limits     contract.Limits
-	Tools      contract.ToolPolicy
-	OutputCap  int
+	Temporal  Temporal
+	Dev       Dev
+	Gateway   Gateway
+	Limits    contract.Limits
+	Tools     contract.ToolPolicy
+	OutputCap int
+	// Sandbox confines run_command (tools.sandbox, tools.network, tools.limits.*); nil when
+	// tools.sandbox is off.
+	Sandbox    *sandbox.Config
 	Store      Store
 	Escalation Escalation
 	Metrics    Metrics
@@ -162,6 +166,13 @@ var defaults = map[string]any{
 	"tools.command_timeout":           "60s",
 	"tools.approval_timeout":          "10m",
 	"tools.output_cap":                16384,
+	"tools.sandbox":                   "on",
+	"tools.network":                   sandbox.NetworkNone,
+	"tools.sandbox_cache":             "",
+	"tools.limits.processes":          sandbox.DefaultProcesses,
+	"tools.limits.memory_mb":          sandbox.DefaultMemory >> 20,
+	"tools.limits.cpu_time":           sandbox.DefaultCPUTime.String(),
+	"tools.limits.file_size_mb":       sandbox.DefaultFileSize >> 20,
 	"tools.breaker.failures":          5,
 	"tools.breaker.window":            "2m",
 	"tools.breaker.cooldown":          "60s",

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/tools/breaker"
+	"github.com/keelrun/keel/internal/tools/sandbox"
 )
 
 // decoder collects typed values from viper and stops at the first bad one.
@@ -122,6 +124,7 @@ func decode(v *viper.Viper) (Config, error) {
 	}
 	c.Tools.Fallbacks = v.GetStringMapString("tools.fallbacks")
 	c.OutputCap = int(d.integer("tools.output_cap"))
+	c.Sandbox = decodeSandbox(d)
 	if err := v.UnmarshalKey("mcp.servers", &c.MCP); err != nil && d.err == nil {
 		d.err = &Error{Key: "mcp.servers", Msg: "want a list of {name, command: [...]} or {name, url}: " + err.Error()}
 	}
@@ -216,4 +219,28 @@ func defaultUIURL(address string, port int) string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// decodeSandbox reads the sandbox's keys; nil when tools.sandbox is off.
+func decodeSandbox(d *decoder) *sandbox.Config {
+	on := d.oneOf("tools.sandbox", "on", "off", "true", "false")
+	cfg := &sandbox.Config{
+		Network:  d.oneOf("tools.network", sandbox.NetworkNone, sandbox.NetworkHost),
+		CacheDir: d.v.GetString("tools.sandbox_cache"),
+		Limits: sandbox.Limits{
+			Processes: int(d.integer("tools.limits.processes")),
+			Memory:    d.integer("tools.limits.memory_mb") << 20,
+			CPUTime:   d.dur("tools.limits.cpu_time"),
+			FileSize:  d.integer("tools.limits.file_size_mb") << 20,
+		},
+	}
+	if on == "off" || on == "false" {
+		return nil
+	}
+	if cfg.CacheDir == "" {
+		if dir, err := os.UserCacheDir(); err == nil {
+			cfg.CacheDir = filepath.Join(dir, "keel", "sandbox")
+		}
+	}
+	return cfg
 }

@@ -111,15 +111,10 @@ func reap(pid int) Report {
 			break
 		}
 	}
-	if syscall.Kill(-1, syscall.SIGKILL) == nil {
+	// Kill until nothing is left: a fork bomb forks between one pass and the next.
+	for syscall.Kill(-1, syscall.SIGKILL) == nil {
 		rep.Leftovers = true
-	}
-	for {
-		_, err := syscall.Wait4(-1, nil, 0, nil)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		if err != nil {
+		if _, err := syscall.Wait4(-1, nil, 0, nil); err != nil && !errors.Is(err, syscall.EINTR) {
 			break
 		}
 	}

@@ -58,7 +58,10 @@ func command(cfg Config, s spec) (*Cmd, error) {
 		grace = 2 * time.Second
 	}
 	s.GraceMS = grace.Milliseconds()
-	uid, gid, mapped := hostIDs()
+	uid, gid, mapped, err := hostIDs()
+	if err != nil {
+		return nil, err
+	}
 	c := &Cmd{}
 	specR, specW, err := os.Pipe()
 	if err != nil {
@@ -158,11 +161,24 @@ func (c *Cmd) closeAll() {
 
 // hostIDs picks the host user and group the sandbox's root maps to; mapped says the worker is
 // root and the writable trees need an idmapped mount to be writable by that user.
-func hostIDs() (uid, gid int, mapped bool) {
-	if os.Geteuid() == 0 {
-		return SandboxID, SandboxID, true
+// A worker that is root only inside a user namespace of its own (a container) can map no other
+// ID, and its own is root's: the sandbox would own the files root owns and escape the process
+// limit, so it is refused.
+func hostIDs() (uid, gid int, mapped bool, err error) {
+	if os.Geteuid() != 0 {
+		return os.Geteuid(), os.Getegid(), false, nil
 	}
-	return os.Geteuid(), os.Getegid(), false
+	if !initialUserNS() {
+		return 0, 0, false, errors.New("the worker runs as root inside a user namespace that cannot map an unprivileged user; run the worker as a user other than root")
+	}
+	return SandboxID, SandboxID, true, nil
+}
+
+// initialUserNS says this process is in the host's user namespace, where every ID can be mapped;
+// root inside a container can map only the IDs its own namespace has.
+func initialUserNS() bool {
+	data, err := os.ReadFile("/proc/self/uid_map")
+	return err == nil && strings.Join(strings.Fields(string(data)), " ") == "0 0 4294967295"
 }
 
 // systemView lists the read-only system and toolchain paths and the top-level links.
@@ -273,7 +289,7 @@ func usernsFor(uid, gid int) (*os.File, error) {
 		return nil, fmt.Errorf("creating a user namespace for idmapped mounts: %w", err)
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("creating a user namespace for idmapped mounts: %w", err)
+		return nil, explainStart(err)
 	}
 	f, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", cmd.Process.Pid))
 	in.Close()
