@@ -50,6 +50,7 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 		return contract.ModelResponse{}, fmt.Errorf("loading the transcript: %w", err)
 	}
 
+	a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventModelCall, WorkflowID: req.SessionID, Turn: req.Turn, Attempt: attempt})
 	stream := &streamState{attempt: attempt}
 	stop := keepBeating(ctx, stream.details)
 	resp, err := a.Gateway.Stream(ctx, gateway.Request{

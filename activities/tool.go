@@ -22,7 +22,9 @@ func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (con
 		Tool: req.Call.Name, CallID: req.Call.ID, Arguments: req.Call.Arguments,
 	})
 	stop := keepBeating(ctx, func() any { return req.Call.ID })
-	res, err := a.tools().Run(ctx, req)
+	live, stopLive := a.liveOutput(ctx, req)
+	res, err := a.tools().Run(withLiveOutput(ctx, live), req)
+	stopLive()
 	stop()
 	if err != nil {
 		return contract.ToolResult{}, err
@@ -75,7 +77,7 @@ func (d DefaultTools) Run(ctx context.Context, req contract.ToolRequest) (contra
 	if req.Server != "" && d.MCP != nil {
 		return d.MCP.Call(ctx, req.Server, req.Call.Name, req.Call.Arguments), nil
 	}
-	box := &tools.Box{Root: req.Workdir, Policy: req.Policy, OutputCap: d.OutputCap, Sandbox: d.Sandbox}
+	box := &tools.Box{Root: req.Workdir, Policy: req.Policy, OutputCap: d.OutputCap, Sandbox: d.Sandbox, Live: liveOutputOf(ctx)}
 	return box.Run(ctx, req.Call), nil
 }
 

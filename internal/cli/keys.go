@@ -2,25 +2,31 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/keelrun/keel/internal/contract"
 )
 
-// keypress is one key from the terminal: a cancel key or a plain character.
+// keypress is one key from the terminal: a cancel key (Esc or Ctrl+C) or a plain character.
 type keypress struct {
 	cancel bool
-	ch     byte
+	// esc marks the cancel key that is Esc: inside a question (an edit, the abort confirmation)
+	// Esc steps back out of the question, while Ctrl+C still cancels the session.
+	esc bool
+	ch  byte
 }
 
-// splitKeys turns one read from a terminal in non-canonical mode into keys; fast typing can put
-// several in one read. Esc alone and Ctrl+C cancel. An Alt combination or an arrow key also starts
-// with Esc but has more bytes right after it, so it is skipped whole and does not cancel; neither
-// does a lone "c".
+// splitKeys turns one read from a terminal in raw mode into keys; fast typing can put several in
+// one read. Esc alone and Ctrl+C cancel. An Alt combination or an arrow key also starts with Esc
+// but has more bytes right after it, so it is skipped whole and does not cancel; neither does a
+// lone "c".
 func splitKeys(b []byte) []keypress {
 	var keys []keypress
 	for i := 0; i < len(b); i++ {
@@ -28,7 +34,7 @@ func splitKeys(b []byte) []keypress {
 		case c == 0x03:
 			keys = append(keys, keypress{cancel: true})
 		case c == 0x1b && i == len(b)-1:
-			keys = append(keys, keypress{cancel: true})
+			keys = append(keys, keypress{cancel: true, esc: true})
 		case c == 0x1b && b[i+1] == '[':
 			// A control sequence: ESC [ parameters, then one final byte in 0x40..0x7e.
 			for i += 2; i < len(b) && (b[i] < 0x40 || b[i] > 0x7e); i++ {
@@ -42,50 +48,88 @@ func splitKeys(b []byte) []keypress {
 	return keys
 }
 
-// readKeys puts the terminal into non-canonical mode without echo or signal keys (output is left
-// alone, so printing stays normal) and delivers each read. restore puts the terminal back; it is
-// safe to call more than once and is deferred on every path.
+// isTerminal reports whether f is a terminal a person types at: /dev/null and other character
+// devices are not.
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+// stdinIsTerminal reports whether the starter talks to a person at a terminal.
+func stdinIsTerminal() bool { return isTerminal(os.Stdin) }
+
+var (
+	stdinOnce sync.Once
+	stdinCh   chan []byte
+)
+
+// stdinChunks starts, once per process, the only reader of standard input and returns its reads.
+// Hot keys and the line editor both take their bytes from here, so no keystroke is split between
+// two readers.
+func stdinChunks() <-chan []byte {
+	stdinOnce.Do(func() {
+		stdinCh = make(chan []byte, 16)
+		go func() {
+			buf := make([]byte, 256)
+			for {
+				n, err := os.Stdin.Read(buf)
+				if n > 0 {
+					stdinCh <- append([]byte(nil), buf[:n]...)
+				}
+				if err != nil {
+					close(stdinCh)
+					return
+				}
+			}
+		}()
+	})
+	return stdinCh
+}
+
+// readKeys puts the terminal into raw mode and returns the reads of standard input. restore puts
+// the terminal back into line mode; it is safe to call more than once and is deferred on every
+// path.
 func (f *follower) readKeys() (<-chan []byte, func()) {
 	if !f.interactive {
 		return nil, func() {}
 	}
 	fd := int(os.Stdin.Fd())
-	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	old, err := term.MakeRaw(fd)
 	if err != nil {
+		f.p.info("the terminal could not be put into raw mode, so keys are not read: " + err.Error())
 		return nil, func() {}
 	}
-	raw := *old
-	raw.Lflag &^= unix.ICANON | unix.ECHO | unix.ISIG
-	raw.Cc[unix.VMIN] = 1
-	raw.Cc[unix.VTIME] = 0
-	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &raw); err != nil {
-		return nil, func() {}
-	}
-	ch := make(chan []byte, 8)
-	go func() {
-		buf := make([]byte, 64)
-		for {
-			n, err := os.Stdin.Read(buf)
-			if err != nil {
-				close(ch)
-				return
-			}
-			ch <- append([]byte(nil), buf[:n]...)
-		}
-	}()
-	return ch, func() { _ = unix.IoctlSetTermios(fd, unix.TCSETS, old) }
+	var once sync.Once
+	return stdinChunks(), func() { once.Do(func() { _ = term.Restore(fd, old) }) }
 }
+
+// dialog is the question the terminal is asking, which decides what keys mean.
+type dialog int
+
+const (
+	// noDialog: keys are hot keys.
+	noDialog dialog = iota
+	// editDialog: keys go to the line editor until Enter.
+	editDialog
+	// abortDialog: y aborts the session, anything else keeps it.
+	abortDialog
+)
 
 // keys handles one read from the terminal.
 func (f *follower) keys(ctx context.Context, b []byte) {
+	if f.dialog == editDialog {
+		f.editKeys(ctx, b)
+		return
+	}
 	for _, k := range splitKeys(b) {
 		f.key(ctx, k)
 	}
 }
 
 // key handles one keypress: cancel keys cancel; y and n decide a waiting approval; r, e and a
-// answer a pending escalation.
+// answer a pending escalation, a after a confirmation.
 func (f *follower) key(ctx context.Context, k keypress) {
+	if f.dialog == abortDialog {
+		f.confirmAbort(ctx, k)
+		return
+	}
 	if k.cancel {
 		f.cancel(ctx, "cancelled at the terminal")
 		return
@@ -100,45 +144,165 @@ func (f *follower) key(ctx context.Context, k keypress) {
 	if f.prompted == "" {
 		return
 	}
-	var a contract.Answer
 	switch ch {
 	case "r":
-		a.Action = contract.ActionRetry
+		f.sendAnswer(ctx, contract.Answer{Action: contract.ActionRetry})
 	case "a":
-		a.Action = contract.ActionAbort
+		f.dialog = abortDialog
+		f.p.info("abort the session? It ends now, as aborted. [y]es / [n]o")
 	case "e":
-		a.Action = contract.ActionEdit
-		f.p.info("edit (corrected arguments or an instruction for the model), then Enter:")
-		a.Text = f.readLine()
+		f.startEdit()
+	}
+}
+
+// confirmAbort handles the key pressed at "abort the session?": y aborts, Ctrl+C cancels, and
+// anything else (n, Esc) keeps the session waiting for an answer.
+func (f *follower) confirmAbort(ctx context.Context, k keypress) {
+	f.dialog = noDialog
+	switch {
+	case k.cancel && !k.esc:
+		f.cancel(ctx, "cancelled at the terminal")
+	case !k.cancel && (k.ch == 'y' || k.ch == 'Y'):
+		f.sendAnswer(ctx, contract.Answer{Action: contract.ActionAbort})
 	default:
+		f.p.info("not aborted")
+		f.askEscalation()
+	}
+}
+
+// startEdit opens the line editor for an edit answer; other output waits until it is sent.
+func (f *follower) startEdit() {
+	f.dialog = editDialog
+	f.p.info("edit: corrected arguments or an instruction for the model; Enter sends it, Esc goes back")
+	f.editor = newLineEditor(f.screen.hold(), f.screen.width(), "edit> ")
+}
+
+// editKeys passes keys to the line editor. Esc alone leaves the edit without sending anything;
+// Ctrl+C leaves it and cancels the session.
+func (f *follower) editKeys(ctx context.Context, b []byte) {
+	switch {
+	case len(b) == 1 && b[0] == 0x1b:
+		f.endEdit()
+		f.p.info("edit dropped; nothing was sent")
+		f.askEscalation()
+	case strings.IndexByte(string(b), 0x03) >= 0:
+		f.endEdit()
+		f.cancel(ctx, "cancelled at the terminal")
+	default:
+		f.editor.feed(b)
+	}
+}
+
+// edited handles the line the editor returned.
+func (f *follower) edited(ctx context.Context, r editResult) {
+	f.endEdit()
+	text := strings.TrimSpace(r.line)
+	if r.err != nil && !errors.Is(r.err, term.ErrPasteIndicator) {
+		f.p.info("edit dropped; nothing was sent")
+		f.askEscalation()
 		return
 	}
-	a.EscalationID, a.By, a.Via = f.prompted, currentUser(), "terminal"
-	f.sendAnswer(ctx, a)
+	if text == "" {
+		f.p.info("the edit is empty; nothing was sent")
+		f.askEscalation()
+		return
+	}
+	f.sendAnswer(ctx, contract.Answer{Action: contract.ActionEdit, Text: text})
 }
 
-// readLine reads one line in non-canonical mode, echoing it.
-func (f *follower) readLine() string {
-	var sb strings.Builder
-	buf := make([]byte, 1)
-	for {
-		if n, err := os.Stdin.Read(buf); err != nil || n == 0 || buf[0] == '\r' || buf[0] == '\n' {
-			os.Stdout.WriteString("\n")
-			return sb.String()
-		}
-		if buf[0] == 0x7f && sb.Len() > 0 {
-			s := sb.String()
-			sb.Reset()
-			sb.WriteString(s[:len(s)-1])
-			os.Stdout.WriteString("\b \b")
-			continue
-		}
-		sb.WriteByte(buf[0])
-		os.Stdout.Write(buf)
+// endEdit closes the line editor and prints what waited behind it.
+func (f *follower) endEdit() {
+	if f.editor != nil {
+		f.editor.close()
+		f.editor = nil
+	}
+	f.dialog = noDialog
+	f.screen.release()
+}
+
+// editDone is the channel the line editor's result arrives on; nil when nobody is editing.
+func (f *follower) editDone() <-chan editResult {
+	if f.editor == nil {
+		return nil
+	}
+	return f.editor.done
+}
+
+// askEscalation asks again how to answer the pending escalation.
+func (f *follower) askEscalation() {
+	if f.prompted != "" {
+		f.p.info("[R]etry, [E]dit, [A]bort?")
 	}
 }
 
+// closeDialog ends any question about an escalation that is no longer pending.
+func (f *follower) closeDialog() {
+	if f.dialog == editDialog {
+		f.endEdit()
+	}
+	f.dialog = noDialog
+}
+
+// editResult is what the line editor read: the line, or why there is none.
+type editResult struct {
+	line string
+	err  error
+}
+
+// lineEditor reads one line with golang.org/x/term's editor (echo, cursor keys, backspace,
+// Enter), fed by the follower with the bytes of the single standard input reader.
+type lineEditor struct {
+	in   chan []byte
+	done chan editResult
+}
+
+func newLineEditor(out io.Writer, width int, prompt string) *lineEditor {
+	e := &lineEditor{in: make(chan []byte, 64), done: make(chan editResult, 1)}
+	t := term.NewTerminal(struct {
+		io.Reader
+		io.Writer
+	}{&chanReader{ch: e.in}, out}, prompt)
+	_ = t.SetSize(width, 24)
+	go func() {
+		line, err := t.ReadLine()
+		e.done <- editResult{line, err}
+	}()
+	return e
+}
+
+// feed hands the editor typed bytes; if it is far behind, they are dropped rather than blocking.
+func (e *lineEditor) feed(b []byte) {
+	select {
+	case e.in <- b:
+	default:
+	}
+}
+
+// close ends the editor: its ReadLine returns io.EOF if it has not returned yet.
+func (e *lineEditor) close() { close(e.in) }
+
+// chanReader reads the chunks sent on a channel; a closed channel is the end.
+type chanReader struct {
+	ch  <-chan []byte
+	buf []byte
+}
+
+func (r *chanReader) Read(p []byte) (int, error) {
+	if len(r.buf) == 0 {
+		b, ok := <-r.ch
+		if !ok {
+			return 0, io.EOF
+		}
+		r.buf = b
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[n:]
+	return n, nil
+}
+
+// sendAnswer answers the escalation the terminal asked about.
 func (f *follower) sendAnswer(ctx context.Context, a contract.Answer) {
+	a.EscalationID, a.By, a.Via = f.prompted, currentUser(), "terminal"
 	uctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	res, err := answerSession(uctx, f.c, f.workflowID, a)
@@ -147,6 +311,9 @@ func (f *follower) sendAnswer(ctx context.Context, a contract.Answer) {
 		return
 	}
 	f.p.info(res.Message)
+	if res.Accepted {
+		f.prompted = ""
+	}
 }
 
 func currentUser() string {

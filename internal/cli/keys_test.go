@@ -7,13 +7,14 @@ import (
 
 func TestSplitKeys(t *testing.T) {
 	cancel := keypress{cancel: true}
+	esc := keypress{cancel: true, esc: true}
 	ch := func(c byte) keypress { return keypress{ch: c} }
 	cases := []struct {
 		name string
 		in   []byte
 		want []keypress
 	}{
-		{"Esc alone", []byte{0x1b}, []keypress{cancel}},
+		{"Esc alone", []byte{0x1b}, []keypress{esc}},
 		{"Ctrl+C", []byte{0x03}, []keypress{cancel}},
 		{"a lone c", []byte("c"), []keypress{ch('c')}},
 		{"capital C", []byte("C"), []keypress{ch('C')}},
@@ -23,7 +24,7 @@ func TestSplitKeys(t *testing.T) {
 		{"F5", []byte{0x1b, '[', '1', '5', '~'}, nil},
 		{"Ctrl+D", []byte{0x04}, []keypress{ch(0x04)}},
 		{"typed fast: c, Alt+c, y", []byte{'c', 0x1b, 'c', 'y'}, []keypress{ch('c'), ch('y')}},
-		{"y then Esc", []byte{'y', 0x1b}, []keypress{ch('y'), cancel}},
+		{"y then Esc", []byte{'y', 0x1b}, []keypress{ch('y'), esc}},
 		{"nothing", nil, nil},
 	}
 	for _, c := range cases {

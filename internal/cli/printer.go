@@ -37,18 +37,26 @@ func newPrinter(output string, w io.Writer) (printer, error) {
 	}
 }
 
-// textPrinter writes deltas as they arrive and one line per other event.
+// textPrinter writes deltas as they arrive and one line per other event. Each model message
+// starts on a line of its own.
 type textPrinter struct {
 	mu     sync.Mutex
 	w      io.Writer
 	midRow bool
+	// turn is the turn of the deltas being written.
+	turn int
 }
 
-func (t *textPrinter) line(s string) {
+// endRow ends a row that a reply left unfinished.
+func (t *textPrinter) endRow() {
 	if t.midRow {
 		fmt.Fprintln(t.w)
 		t.midRow = false
 	}
+}
+
+func (t *textPrinter) line(s string) {
+	t.endRow()
 	fmt.Fprintln(t.w, s)
 }
 
@@ -57,33 +65,52 @@ func (t *textPrinter) event(e contract.Event) {
 	defer t.mu.Unlock()
 	switch e.Event {
 	case contract.EventDelta:
-		fmt.Fprint(t.w, e.Text)
-		t.midRow = !strings.HasSuffix(e.Text, "\n")
+		if e.Turn != t.turn {
+			t.endRow()
+			t.turn = e.Turn
+		}
+		text := sanitize(e.Text)
+		fmt.Fprint(t.w, text)
+		if text != "" {
+			t.midRow = !strings.HasSuffix(text, "\n")
+		}
+	case contract.EventModelCall:
+		// A new reply starts: the status line says so, and its text starts on a new line.
+		t.endRow()
+		t.turn = e.Turn
+	case contract.EventOutput:
+		// A running command's output: the status region shows its tail; the result has it all.
 	case contract.EventToolCall:
-		t.line(fmt.Sprintf("→ %s %s", e.Tool, clip(e.Arguments, 160)))
+		t.line(fmt.Sprintf("→ %s %s", e.Tool, sanitize(clip(e.Arguments, 160))))
 	case contract.EventToolResult:
 		mark := "✓"
 		if e.IsError {
 			mark = "✗"
 		}
-		t.line(fmt.Sprintf("  %s %s", mark, firstLines(e.Text, 3)))
+		t.line(fmt.Sprintf("  %s %s", mark, firstLines(sanitize(e.Text), 3)))
 	case contract.EventMessage:
 		switch {
 		case e.Class == contract.RoleTool:
-			t.line(fmt.Sprintf("  [%s result] %s", e.Tool, firstLines(e.Text, 3)))
+			t.line(fmt.Sprintf("  [%s result] %s", e.Tool, firstLines(sanitize(e.Text), 3)))
 		case e.Arguments != "":
-			t.line(fmt.Sprintf("[%s] %s → %s", e.Class, e.Text, clip(e.Arguments, 160)))
+			t.line(fmt.Sprintf("[%s] %s → %s", e.Class, sanitize(e.Text), sanitize(clip(e.Arguments, 160))))
 		default:
-			t.line(fmt.Sprintf("[%s] %s", e.Class, firstLines(e.Text, 6)))
+			t.line(fmt.Sprintf("[%s] %s", e.Class, firstLines(sanitize(e.Text), 6)))
 		}
 	case contract.EventSay:
 		t.line(fmt.Sprintf("» %s: %s", e.By, firstLines(e.Text, 6)))
 	case contract.EventEscalation:
 		if e.Escalation != nil {
-			t.line("! " + escalation.Text(*e.Escalation))
+			t.line("! " + sanitize(escalation.Text(*e.Escalation)))
 		}
+	case contract.EventAnswer:
+		text := e.Text
+		if a := answerOf(e); a != nil && a.Action == contract.ActionEdit && a.Text != "" {
+			text += ": " + clip(a.Text, 200)
+		}
+		t.line(fmt.Sprintf("• answer: %s", sanitize(text)))
 	default:
-		t.line(fmt.Sprintf("• %s: %s", e.Event, e.Text))
+		t.line(fmt.Sprintf("• %s: %s", e.Event, sanitize(e.Text)))
 	}
 }
 
@@ -152,6 +179,14 @@ func (j *jsonPrinter) summary(s contract.Summary) {
 		Time  time.Time `json:"time"`
 		contract.Summary
 	}{contract.EventSummary, time.Now().UTC(), s})
+}
+
+// answerOf is the answer an answer event reports, if it carries one.
+func answerOf(e contract.Event) *contract.Answer {
+	if e.Escalation == nil {
+		return nil
+	}
+	return e.Escalation.Answer
 }
 
 func firstLines(s string, n int) string {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -104,10 +103,4 @@ func isUsage(err error) bool {
 		}
 	}
 	return false
-}
-
-// stdinIsTerminal reports whether the starter talks to a person at a terminal.
-func stdinIsTerminal() bool {
-	fi, err := os.Stdin.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -17,13 +17,23 @@ const (
 	EventSummary    = "summary"
 	// EventMessage is one transcript message, as `starter watch` replays them (Class holds the role).
 	EventMessage = "message"
+	// EventModelCall marks the start of one model call attempt (Attempt), before its deltas.
+	EventModelCall = "model_call"
+	// EventOutput carries what a running command printed since the last one (Text, at most
+	// OutputEventMax bytes: the end of it), at most every few hundred milliseconds. The tool
+	// result has the whole kept output; these are for watching it live.
+	EventOutput = "output"
 )
 
 // EventKinds lists every event kind, for the documentation check.
 var EventKinds = []string{
 	EventNotice, EventDelta, EventToolCall, EventToolResult, EventRetry, EventBlocked, EventLimit,
 	EventEscalation, EventApproval, EventAnswer, EventSay, EventMessage, EventSummary,
+	EventModelCall, EventOutput,
 }
+
+// OutputEventMax bounds the text of one output event.
+const OutputEventMax = 2 << 10
 
 // Event is one thing that happened in a session, for the user's terminal. Activities post live
 // events to the session's sinks; session-level events are also kept in the session's status.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,6 +33,10 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	}
 	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// A wide window, so the status line is not clipped to the default 80 columns.
+	if err := unix.IoctlSetWinsize(int(m.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 50, Col: 160}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close(); s.Close() })
@@ -126,19 +131,184 @@ func TestTerminalKeys(t *testing.T) {
 	}
 }
 
-// TestTerminalEscalationPrompt: at a terminal, an escalation asks [R]etry, [E]dit, [A]bort? and the
-// a key aborts the session.
+// typeText writes text to the terminal a few keys at a time, as a person typing fast would.
+func (r *ttyRun) typeText(t *testing.T, text string) {
+	t.Helper()
+	for len(text) > 0 {
+		n := min(3, len(text))
+		if _, err := r.master.Write([]byte(text[:n])); err != nil {
+			t.Fatal(err)
+		}
+		text = text[n:]
+	}
+}
+
+// waitSeen fails the test unless s appears on the terminal within timeout.
+func (r *ttyRun) waitSeen(t *testing.T, timeout time.Duration, s string) {
+	t.Helper()
+	if !waitFor(timeout, func() bool { return r.seen(s) }) {
+		t.Fatalf("%q never appeared:\n%s", s, r.text())
+	}
+}
+
+// exit waits for the starter to end and returns its exit status.
+func (r *ttyRun) exit(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- r.cmd.Wait() }()
+	select {
+	case <-done:
+		return r.cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		t.Fatalf("the starter did not exit within %s:\n%s", timeout, r.text())
+		return -1
+	}
+}
+
+// TestTerminalEscalationPrompt: at a terminal, an escalation is printed once and asks [R]etry,
+// [E]dit, [A]bort?; the model's messages and the blocked calls print in order, each on a line of
+// its own; a asks for confirmation, n keeps the session, a then y aborts it, and the terminal is
+// back in line mode.
 func TestTerminalEscalationPrompt(t *testing.T) {
 	r := startTTY(t, env.StarterEnv(t), "demo", "--inject", "bad_args")
-	if !waitFor(60*time.Second, func() bool { return r.seen("[R]etry, [E]dit, [A]bort?") }) {
-		t.Fatalf("no escalation prompt:\n%s", r.text())
+	r.waitSeen(t, 60*time.Second, "[R]etry, [E]dit, [A]bort?")
+	screen := r.text()
+	if n := strings.Count(screen, "needs a person"); n != 1 {
+		t.Errorf("the escalation was printed %d times, want once:\n%s", n, screen)
+	}
+	if strings.Contains(screen, ".I will try") {
+		t.Errorf("consecutive model messages ran together:\n%s", screen)
+	}
+	last := -1
+	for _, tool := range []string{"list_dir", "read_file", "search", "run_command"} {
+		said := strings.Index(screen, "I will try "+tool+".")
+		blocked := strings.Index(screen, "• blocked: The call to "+tool)
+		if said < 0 || blocked < said || said < last {
+			t.Errorf("%s: want the model's message, then its blocked call, after the previous tool's (positions %d, %d, previous %d):\n%s", tool, said, blocked, last, screen)
+		}
+		last = blocked
+	}
+	if esc := strings.Index(screen, "needs a person"); esc < last {
+		t.Errorf("the escalation printed before the last blocked call:\n%s", screen)
+	}
+
+	r.master.Write([]byte("a"))
+	r.waitSeen(t, 10*time.Second, "abort the session?")
+	r.master.Write([]byte("n"))
+	r.waitSeen(t, 10*time.Second, "not aborted")
+	if r.cmd.ProcessState != nil || r.seen("aborted by") {
+		t.Fatalf("the session ended on a without confirmation:\n%s", r.text())
 	}
 	r.master.Write([]byte("a"))
-	_ = r.cmd.Wait()
-	if code := r.cmd.ProcessState.ExitCode(); code != 1 || !r.seen("aborted") {
+	if !waitFor(10*time.Second, func() bool { return strings.Count(r.text(), "abort the session?") == 2 }) {
+		t.Fatalf("a did not ask again:\n%s", r.text())
+	}
+	r.master.Write([]byte("y"))
+	if code := r.exit(t, 60*time.Second); code != 1 || !r.seen("aborted") {
 		t.Fatalf("exit %d, want 1 and an aborted session:\n%s", code, r.text())
 	}
 	if !r.canonical(t) {
 		t.Fatal("the terminal was left in raw mode")
+	}
+}
+
+// TestTerminalEdit: the Edit answer echoes what is typed, takes backspace, sends the whole line on
+// Enter (the session records it), and none of the typed letters act as hot keys. The answer prints
+// before the next turn's text, and the session then completes.
+func TestTerminalEdit(t *testing.T) {
+	r := startTTY(t, env.StarterEnv(t), "demo", "--inject", "bad_args")
+	r.waitSeen(t, 60*time.Second, "[R]etry, [E]dit, [A]bort?")
+	r.master.Write([]byte("e"))
+	r.waitSeen(t, 10*time.Second, "edit> ")
+	r.typeText(t, "read calc.go, fix Add and retry thx")
+	r.master.Write([]byte{0x7f, 0x7f, 0x7f, 0x7f})
+	r.waitSeen(t, 10*time.Second, "read calc.go, fix Add and retry")
+	r.master.Write([]byte("\r"))
+	want := "answered edit: read calc.go, fix Add and retry"
+	r.waitSeen(t, 30*time.Second, want)
+	if code := r.exit(t, 60*time.Second); code != 0 {
+		t.Fatalf("exit %d, want 0 (completed after the edit):\n%s", code, r.text())
+	}
+	screen := r.text()
+	if strings.Contains(screen, want+" thx") || strings.Contains(screen, "abort the session?") || strings.Contains(screen, "answered retry") {
+		t.Errorf("typed text was recorded wrongly or replayed as keys:\n%s", screen)
+	}
+	if answer, next := strings.Index(screen, want), strings.Index(screen, "Let me look at the files"); next < answer {
+		t.Errorf("the answer printed after the next turn's text:\n%s", screen)
+	}
+	if !r.canonical(t) {
+		t.Fatal("the terminal was left in raw mode")
+	}
+}
+
+// TestTerminalStatusLine: while a command runs, the terminal shows a status line (spinner, what
+// runs and for how long, the session's time and tokens, "esc to interrupt") and the command's
+// output as it arrives, before its result.
+func TestTerminalStatusLine(t *testing.T) {
+	r := startTTY(t, env.StarterEnv(t), "demo", "--inject", "chatty_command")
+	var screen string
+	if !waitFor(60*time.Second, func() bool { screen = r.text(); return strings.Contains(screen, "step 2 of 6") }) {
+		t.Fatalf("the command's output never showed while it ran:\n%s", r.text())
+	}
+	if strings.Contains(screen, "The command finished") {
+		t.Fatalf("the output showed only with the result, not while the command ran:\n%s", screen)
+	}
+	status := regexp.MustCompile(`[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] run_command sh -c .* \d+ s · session \d+s · \d+ tokens · esc to interrupt`)
+	if !status.MatchString(screen) {
+		t.Fatalf("no status line for the running command:\n%q", screen)
+	}
+	if code := r.exit(t, 60*time.Second); code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s", code, r.text())
+	}
+	if !regexp.MustCompile(`session \d+s · [1-9]\d* tokens`).MatchString(r.text()) {
+		t.Errorf("the status line never counted tokens:\n%q", r.text())
+	}
+	if !r.canonical(t) {
+		t.Fatal("the terminal was left in raw mode")
+	}
+}
+
+// TestNoTerminalStdin: with standard input on /dev/null (a character device, not a terminal) the
+// starter does not offer the R/E/A prompt; it prints the command that answers, which works.
+func TestNoTerminalStdin(t *testing.T) {
+	m, s := openPTY(t)
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	r := &ttyRun{cmd: exec.Command(starter, "demo", "--inject", "bad_args"), master: m, slave: s}
+	r.cmd.Env = env.StarterEnv(t)
+	r.cmd.Stdin, r.cmd.Stdout, r.cmd.Stderr = null, s, s
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.cmd.Process.Kill() })
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := m.Read(buf)
+			r.mu.Lock()
+			r.screen.Write(buf[:n])
+			r.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	answer := regexp.MustCompile(`keel: answer with: starter answer (\S+) (\S+) retry\|edit\|abort`)
+	var ids []string
+	if !waitFor(60*time.Second, func() bool { ids = answer.FindStringSubmatch(r.text()); return ids != nil }) {
+		t.Fatalf("no answer command printed:\n%s", r.text())
+	}
+	if r.seen("[R]etry") {
+		t.Fatalf("the R/E/A prompt showed without a terminal on standard input:\n%s", r.text())
+	}
+	cli, stdout, stderr := startStarter(t, nil, "answer", ids[1], ids[2], "abort")
+	if err := cli.Wait(); err != nil {
+		t.Fatalf("answer: %v\n%s%s", err, stdout, stderr)
+	}
+	if code := r.exit(t, 60*time.Second); code != 1 || !r.seen("aborted") {
+		t.Fatalf("exit %d, want 1 and an aborted session:\n%s", code, r.text())
 	}
 }

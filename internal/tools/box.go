@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 	"time"
 
@@ -37,6 +38,9 @@ type Box struct {
 	OutputCap int
 	// Sandbox confines run_command (see package sandbox); nil runs commands unconfined.
 	Sandbox *sandbox.Config
+	// Live, when set, also receives a running command's output as it arrives, for people
+	// watching the session. It must not block: the command's output pipe waits on it.
+	Live io.Writer
 }
 
 // Run executes one tool call. It never fails in the Go sense: every failure is a result with

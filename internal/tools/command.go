@@ -51,7 +51,7 @@ func (b *Box) runCommand(ctx context.Context, root, line string, timeoutSeconds 
 		return b.runSandboxed(ctx, root, words, timeout, limited, out)
 	}
 	cmd := &exec.Cmd{Path: program, Args: words, Dir: root, Env: commandEnv(), SysProcAttr: sysProcAttr()}
-	run, err := startLocked(cmd, out)
+	run, err := startLocked(cmd, b.outputSink(out))
 	if err != nil {
 		return notStartable(words[0])
 	}
@@ -67,6 +67,14 @@ func (b *Box) runCommand(ctx context.Context, root, line string, timeoutSeconds 
 func notStartable(program string) contract.ToolResult {
 	return refused(fmt.Sprintf("The program %q could not be started (it may not be an executable program); nothing was run and nothing changed. "+
 		"Choose another program, or run a script through an allowed interpreter such as sh.", program))
+}
+
+// outputSink is where a command's output goes: the capture, and the live writer if there is one.
+func (b *Box) outputSink(out *capture) io.Writer {
+	if b.Live == nil {
+		return out
+	}
+	return io.MultiWriter(out, b.Live)
 }
 
 // allowed applies the allow list; the program is compared exactly as written, so a script in the

@@ -21,7 +21,7 @@ func (b *Box) runSandboxed(ctx context.Context, root string, words []string, tim
 		return refused("The command could not be started because its sandbox could not be prepared; nothing was run and nothing changed. " +
 			"Retry as is; if it fails again, conclude and report that commands cannot run in this work directory.")
 	}
-	run, err := startLocked(sc.Exec, out)
+	run, err := startLocked(sc.Exec, b.outputSink(out))
 	sc.Started()
 	if err != nil {
 		return refused("The command could not be started because the system refused to create its sandbox; nothing was run and nothing changed. " +

@@ -48,6 +48,9 @@ const (
 	ModeLoop = "loop"
 	// ModeLongCommand makes the first call run_command "sleep 15", then the demo script.
 	ModeLongCommand = "long_command"
+	// ModeChattyCommand makes the first call run_command ChattyCommand, which prints a line a
+	// second for six seconds, then the demo script: a command whose output is worth watching live.
+	ModeChattyCommand = "chatty_command"
 	// ModeHang makes the first call run_command "sleep 3600", then the demo script.
 	ModeHang = "hang"
 	// ModeSlowStream streams the first reply's text slowly (Options.SlowStreamDuration, one delta
@@ -61,6 +64,9 @@ const (
 	ModeBreaker = "breaker"
 )
 
+// ChattyCommand is the command of ModeChattyCommand.
+const ChattyCommand = `sh -c 'for i in 1 2 3 4 5 6; do echo "step $i of 6"; sleep 1; done'`
+
 // FlakyTool is the tool the breaker mode keeps calling, with arguments {"query": string}; the
 // query changes on every call so repeat detection does not trip before the breaker opens.
 const FlakyTool = "flaky_lookup"
@@ -69,7 +75,7 @@ const FlakyTool = "flaky_lookup"
 var Modes = []string{
 	ModeRateLimit, ModeThrottleForever, ModeNetwork, ModeServerError, ModeOverloaded,
 	ModeTruncatedStart, ModeTruncated, ModeSchema, ModeRefusal, ModeBudget, ModeUnknown,
-	ModeBadArgs, ModeLoop, ModeLongCommand, ModeHang, ModeSlowStream, ModeToolError, ModeBreaker,
+	ModeBadArgs, ModeLoop, ModeLongCommand, ModeChattyCommand, ModeHang, ModeSlowStream, ModeToolError, ModeBreaker,
 }
 
 // ModeHeader is the HTTP header a direct client of the fake may use to pick the mode of one

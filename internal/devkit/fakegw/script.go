@@ -107,6 +107,8 @@ func decide(mode string, t transcript) reply {
 		return loopReply(t)
 	case ModeLongCommand:
 		return firstCommand(ex, "sleep 15")
+	case ModeChattyCommand:
+		return firstCommand(ex, ChattyCommand)
 	case ModeHang:
 		return firstCommand(ex, "sleep 3600")
 	case ModeBadArgs:

@@ -221,6 +221,7 @@ func TestModelBehaviours(t *testing.T) {
 		check  func(t *testing.T, c *conversation)
 	}{
 		{mode: ModeLongCommand, want: append([]call{{Name: "run_command", Args: `{"command":"sleep 15"}`}}, script...), answer: answerFixed},
+		{mode: ModeChattyCommand, want: append([]call{{Name: "run_command", Args: mustJSON(map[string]string{"command": ChattyCommand})}}, script...), answer: answerFixed},
 		{mode: ModeHang, want: append([]call{{Name: "run_command", Args: `{"command":"sleep 3600"}`}}, script...), answer: answerFixed},
 		{
 			mode:   ModeToolError,

@@ -1,0 +1,199 @@
+package cli
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"golang.org/x/term"
+)
+
+// screen is the starter's output while it follows a session at a terminal. The input side is in
+// raw mode, which also turns off the terminal's own newline translation, so screen writes "\r\n"
+// for every "\n". At the bottom it keeps a live region (the status line and the tail of a running
+// command's output) that is erased before any other output and drawn again on the next tick, so
+// printed lines scroll above it and the region itself never lands in the scrollback.
+//
+// A screen built for something other than a terminal passes writes through unchanged and draws
+// nothing.
+type screen struct {
+	mu  sync.Mutex
+	out io.Writer
+	fd  int
+	// tty says out is a terminal in raw mode: translate newlines and draw the region.
+	tty bool
+	// region is how many lines the live region occupies now; 0 when it is not drawn.
+	region int
+	// midRow says the last output did not end its line (a reply still streaming); the region is
+	// not drawn then, because it would split the row.
+	midRow bool
+	// held collects output while the person types an edit; nil otherwise.
+	held *bytes.Buffer
+}
+
+// newScreen wraps w; only an *os.File that is a terminal gets the live region.
+func newScreen(w io.Writer) *screen {
+	s := &screen{out: w}
+	if f, ok := w.(*os.File); ok && isTerminal(f) {
+		s.tty, s.fd = true, int(f.Fd())
+	}
+	return s
+}
+
+// Write prints p above the live region.
+func (s *screen) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held != nil {
+		s.held.Write(p)
+		return len(p), nil
+	}
+	s.print(p)
+	return len(p), nil
+}
+
+// print writes p after erasing the region; s.mu is held.
+func (s *screen) print(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	if !s.tty {
+		_, _ = s.out.Write(p)
+		return
+	}
+	s.erase()
+	_, _ = s.out.Write(bytes.ReplaceAll(p, []byte("\n"), []byte("\r\n")))
+	s.midRow = p[len(p)-1] != '\n'
+}
+
+// erase removes the live region, leaving the cursor where the next output belongs; s.mu is held.
+func (s *screen) erase() {
+	if s.region == 0 {
+		return
+	}
+	var b strings.Builder
+	b.WriteString("\r\x1b[K")
+	for i := 1; i < s.region; i++ {
+		b.WriteString("\x1b[1A\x1b[K")
+	}
+	_, _ = io.WriteString(s.out, b.String())
+	s.region = 0
+}
+
+// draw replaces the live region with lines, each clipped to the terminal's width.
+func (s *screen) draw(lines []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.tty || s.held != nil {
+		return
+	}
+	s.erase()
+	if s.midRow || len(lines) == 0 {
+		return
+	}
+	w := s.widthLocked()
+	var b strings.Builder
+	for i, l := range lines {
+		if i > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString(clipStyled(l, w-1))
+	}
+	_, _ = io.WriteString(s.out, b.String())
+	s.region = len(lines)
+}
+
+// clear removes the live region for good (the session ended).
+func (s *screen) clear() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tty {
+		s.erase()
+	}
+}
+
+// hold stops printing (output is kept until release) and returns a writer straight to the
+// terminal, for the line editor, which writes its own "\r\n" and cursor movements.
+func (s *screen) hold() io.Writer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tty {
+		s.erase()
+	}
+	if s.held == nil {
+		s.held = &bytes.Buffer{}
+	}
+	return writerFunc(func(p []byte) (int, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.out.Write(p)
+	})
+}
+
+// release prints what was held and resumes printing.
+func (s *screen) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held == nil {
+		return
+	}
+	p := s.held.Bytes()
+	s.held = nil
+	s.print(p)
+}
+
+// width is the terminal's width in columns; 80 when it cannot be read.
+func (s *screen) width() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.widthLocked()
+}
+
+func (s *screen) widthLocked() int {
+	if s.tty {
+		if w, _, err := term.GetSize(s.fd); err == nil && w > 10 {
+			return w
+		}
+	}
+	return 80
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// clipStyled clips a line to n visible runes, not counting escape sequences, and resets any
+// style at the end.
+func clipStyled(s string, n int) string {
+	var b strings.Builder
+	visible, styled := 0, false
+	for i := 0; i < len(s); {
+		if s[i] == 0x1b {
+			j := i + 1
+			for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e || s[j] == '[') {
+				j++
+			}
+			if j < len(s) {
+				j++
+			}
+			b.WriteString(s[i:j])
+			styled = true
+			i = j
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if visible == n {
+			break
+		}
+		b.WriteRune(r)
+		visible++
+		i += size
+	}
+	if styled {
+		b.WriteString("\x1b[0m")
+	}
+	return b.String()
+}

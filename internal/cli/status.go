@@ -1,0 +1,208 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/keelrun/keel/internal/contract"
+)
+
+// tailLines is how many lines of a running command's output the status region shows.
+const tailLines = 4
+
+// spinner frames, one per redraw.
+var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+// progress is what the status region shows while the session runs: what is running and for how
+// long, the session's time and tokens, and the last lines of a running command's output. The
+// follower feeds it every event; it only reads them.
+type progress struct {
+	start  time.Time
+	tokens int64
+	// what is running now, since when, and the tool call it belongs to.
+	what   string
+	since  time.Time
+	callID string
+	tail   outputTail
+	// waiting replaces what while the session waits for a person.
+	waiting string
+	frame   int
+}
+
+func newProgress(now time.Time) *progress {
+	return &progress{start: now, since: now, what: "starting"}
+}
+
+// observe updates the view from one live event.
+func (p *progress) observe(e contract.Event, now time.Time) {
+	switch e.Event {
+	case contract.EventModelCall:
+		p.set(now, modelCall(e.Attempt), "")
+	case contract.EventRetry:
+		p.set(now, fmt.Sprintf("model call, attempt %d in %s", e.Attempt, (time.Duration(e.WaitMS)*time.Millisecond).Round(100*time.Millisecond)), "")
+	case contract.EventDelta:
+		if !strings.HasPrefix(p.what, "model call") {
+			p.set(now, "model reply", "")
+		}
+	case contract.EventToolCall:
+		p.set(now, toolLabel(e.Tool, e.Arguments), e.CallID)
+	case contract.EventOutput:
+		if e.CallID == p.callID {
+			p.tail.add(e.Text)
+		}
+	case contract.EventToolResult:
+		if e.CallID == p.callID {
+			p.set(now, "working", "")
+		}
+	}
+}
+
+func (p *progress) set(now time.Time, what, callID string) {
+	p.what, p.since, p.callID = what, now, callID
+	p.tail = outputTail{}
+}
+
+// lines renders the region: the status line, then the tail of the running command's output.
+func (p *progress) lines(now time.Time) []string {
+	p.frame = (p.frame + 1) % len(spinner)
+	what := p.what + " " + seconds(now.Sub(p.since))
+	if p.waiting != "" {
+		what = p.waiting
+	}
+	status := fmt.Sprintf("%s %s · session %s · %d tokens · esc to interrupt", spinner[p.frame], what, elapsed(now.Sub(p.start)), p.tokens)
+	out := []string{status}
+	for _, l := range p.tail.lines() {
+		out = append(out, "\x1b[2m  │ "+l)
+	}
+	return out
+}
+
+func modelCall(attempt int) string {
+	if attempt > 1 {
+		return fmt.Sprintf("model call, attempt %d", attempt)
+	}
+	return "model call"
+}
+
+// toolLabel names a tool call by its tool and its main argument: the command, path or pattern.
+func toolLabel(tool, args string) string {
+	var a map[string]any
+	if json.Unmarshal([]byte(args), &a) == nil {
+		for _, k := range []string{"command", "path", "pattern", "query"} {
+			if v, ok := a[k].(string); ok && v != "" {
+				return tool + " " + clip(sanitize(v), 40)
+			}
+		}
+	}
+	return tool
+}
+
+// seconds is a running time as the status line shows it: "12 s".
+func seconds(d time.Duration) string { return fmt.Sprintf("%d s", int(d.Seconds())) }
+
+// elapsed is the session's time: "45s", "3m 05s", "1h 02m".
+func elapsed(d time.Duration) string {
+	s := int(d.Seconds())
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm %02ds", s/60, s%60)
+	default:
+		return fmt.Sprintf("%dh %02dm", s/3600, s/60%60)
+	}
+}
+
+// outputTail keeps the last lines of a command's output, the unfinished last line included.
+type outputTail struct {
+	done    []string
+	partial string
+}
+
+func (t *outputTail) add(text string) {
+	parts := strings.Split(t.partial+text, "\n")
+	t.partial = parts[len(parts)-1]
+	for _, l := range parts[:len(parts)-1] {
+		// A carriage return redraws a line (progress bars): keep what was drawn last.
+		if i := strings.LastIndexByte(l, '\r'); i >= 0 {
+			l = l[i+1:]
+		}
+		t.done = append(t.done, sanitize(l))
+	}
+	if n := len(t.done); n > tailLines {
+		t.done = append([]string(nil), t.done[n-tailLines:]...)
+	}
+	if len(t.partial) > 4096 {
+		t.partial = t.partial[len(t.partial)-4096:]
+	}
+}
+
+func (t *outputTail) lines() []string {
+	out := append([]string(nil), t.done...)
+	p := t.partial
+	if i := strings.LastIndexByte(p, '\r'); i >= 0 {
+		p = p[i+1:]
+	}
+	if p = sanitize(p); strings.TrimSpace(p) != "" {
+		out = append(out, p)
+	}
+	if len(out) > tailLines {
+		out = out[len(out)-tailLines:]
+	}
+	return out
+}
+
+// sanitize makes text from the model or a command safe to print: escape sequences and control
+// characters are dropped (a tab becomes a space), so nothing it prints can move the cursor,
+// change colours or retitle the terminal. Newlines are kept.
+func sanitize(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 && r != '\n' || r == 0x7f || r == '\uFFFD' }) {
+		return s
+	}
+	s = strings.ToValidUTF8(s, "?")
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == 0x1b:
+			i = skipEscape(s, i)
+		case c == '\t':
+			b.WriteByte(' ')
+		case c == '\n':
+			b.WriteByte(c)
+		case c < 0x20 || c == 0x7f:
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// skipEscape returns the index of the last byte of the escape sequence that starts at s[i].
+func skipEscape(s string, i int) int {
+	if i+1 >= len(s) {
+		return i
+	}
+	switch s[i+1] {
+	case '[': // CSI: parameters, then a final byte in 0x40..0x7e
+		j := i + 2
+		for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
+			j++
+		}
+		return min(j, len(s)-1)
+	case ']', 'P', '_', '^': // OSC and other strings: up to BEL or ESC \
+		for j := i + 2; j < len(s); j++ {
+			if s[j] == 0x07 {
+				return j
+			}
+			if s[j] == 0x1b && j+1 < len(s) && s[j+1] == '\\' {
+				return j + 1
+			}
+		}
+		return len(s) - 1
+	default:
+		return i + 1
+	}
+}
