@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -273,5 +274,47 @@ func TestParseStat(t *testing.T) {
 	}
 	if _, _, ok := parseStat([]byte("garbage")); ok {
 		t.Fatal("parseStat accepted garbage")
+	}
+}
+
+// liveRecorder is a Box.Live writer that records what arrives and calls onFirst once.
+type liveRecorder struct {
+	mu      sync.Mutex
+	got     strings.Builder
+	onFirst func()
+}
+
+func (l *liveRecorder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.got.Write(p)
+	if l.onFirst != nil {
+		l.onFirst()
+		l.onFirst = nil
+	}
+	return len(p), nil
+}
+
+// TestCommandLiveOutput: a running command's output reaches Box.Live while it runs. The command
+// waits for a file that only the live writer creates, on seeing the first line.
+func TestCommandLiveOutput(t *testing.T) {
+	b := shBox(t)
+	live := &liveRecorder{}
+	live.onFirst = func() { _ = os.WriteFile(filepath.Join(b.Root, "go-on"), nil, 0o644) }
+	b.Live = live
+	res := call(t, b, "run_command", map[string]any{
+		"command":         `sh -c 'echo first; while [ ! -e go-on ]; do sleep 0.05; done; echo second'`,
+		"timeout_seconds": 20,
+	})
+	if res.IsError || !strings.Contains(res.Content, "exit status 0") {
+		t.Fatalf("the command did not finish on its own (its output did not arrive while it ran): %+v", res)
+	}
+	live.mu.Lock()
+	defer live.mu.Unlock()
+	if got := live.got.String(); got != "first\nsecond\n" {
+		t.Fatalf("live output %q, want both lines", got)
+	}
+	if !strings.Contains(res.Content, "first\nsecond") {
+		t.Fatalf("the result lost the output: %q", res.Content)
 	}
 }
