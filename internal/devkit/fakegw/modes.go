@@ -62,6 +62,11 @@ const (
 	// ModeBreaker makes the model call FlakyTool until a result says it is unavailable and names a
 	// fallback tool; it calls the fallback, then follows the demo script.
 	ModeBreaker = "breaker"
+	// ModeEscape is a hostile model: it runs every attempt of EscapeSteps against the targets its
+	// task names (see EscapeTask), one call per turn, then answers.
+	ModeEscape = "escape"
+	// ModeEscapeHold first runs EscapeHoldCommand, which waits, then the attempts of ModeEscape.
+	ModeEscapeHold = "escape_hold"
 )
 
 // ChattyCommand is the command of ModeChattyCommand.
@@ -76,6 +81,7 @@ var Modes = []string{
 	ModeRateLimit, ModeThrottleForever, ModeNetwork, ModeServerError, ModeOverloaded,
 	ModeTruncatedStart, ModeTruncated, ModeSchema, ModeRefusal, ModeBudget, ModeUnknown,
 	ModeBadArgs, ModeLoop, ModeLongCommand, ModeChattyCommand, ModeHang, ModeSlowStream, ModeToolError, ModeBreaker,
+	ModeEscape, ModeEscapeHold,
 }
 
 // ModeHeader is the HTTP header a direct client of the fake may use to pick the mode of one

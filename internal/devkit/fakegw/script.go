@@ -115,6 +115,8 @@ func decide(mode string, t transcript) reply {
 		return badArgsReply(t, ex)
 	case ModeBreaker:
 		return breakerReply(ex)
+	case ModeEscape, ModeEscapeHold:
+		return escapeReply(t, ex, mode == ModeEscapeHold)
 	}
 	return scripted(ex)
 }

@@ -58,7 +58,7 @@ func Rows() []Row {
 			},
 		},
 	}
-	return rows
+	return append(rows, sandboxRows()...)
 }
 
 // steerText is the message the steering row sends while a command runs.
