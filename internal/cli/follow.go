@@ -47,6 +47,8 @@ type follower struct {
 	editor *lineEditor
 	// asked is the escalation the user was last asked about, so a question is asked once.
 	asked string
+	// leaving is set by a cancel key pressed after the cancel was sent: leave at once.
+	leaving bool
 }
 
 // follow prints the session's events until its result arrives. Esc or Ctrl+C at a terminal, or
@@ -94,9 +96,7 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 			f.screen.draw(f.prog.lines(time.Now()))
 		case <-sigs:
 			if f.cancelled {
-				// A second interrupt leaves at once: the session may have no worker to end it.
-				f.p.info(fmt.Sprintf("interrupted again: leaving without waiting; session %s ends once a worker takes the cancel (starter watch %s shows it)", f.workflowID, f.workflowID))
-				return contract.Summary{}, &exitError{code: ExitCancelled}
+				return f.leave()
 			}
 			f.cancel(ctx, "interrupted at the terminal")
 		case k, ok := <-keys:
@@ -105,10 +105,20 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 				continue
 			}
 			f.keys(ctx, k)
+			if f.leaving {
+				return f.leave()
+			}
 		case r := <-f.editDone():
 			f.edited(ctx, r)
 		}
 	}
+}
+
+// leave ends following without waiting for the session, after a second interrupt (a signal, or
+// Esc or Ctrl+C at the terminal): the session may have no worker to end it.
+func (f *follower) leave() (contract.Summary, error) {
+	f.p.info(fmt.Sprintf("interrupted again: leaving without waiting; session %s ends once a worker takes the cancel (starter watch %s shows it)", f.workflowID, f.workflowID))
+	return contract.Summary{}, &exitError{code: ExitCancelled}
 }
 
 // attachScreen sends the text printer's output through a screen over the same writer, and

@@ -131,7 +131,7 @@ func (f *follower) key(ctx context.Context, k keypress) {
 		return
 	}
 	if k.cancel {
-		f.cancel(ctx, "cancelled at the terminal")
+		f.cancelKey(ctx)
 		return
 	}
 	ch := strings.ToLower(string(k.ch))
@@ -155,13 +155,23 @@ func (f *follower) key(ctx context.Context, k keypress) {
 	}
 }
 
+// cancelKey handles Esc or Ctrl+C: the first cancels the session, a second one leaves without
+// waiting for it to end.
+func (f *follower) cancelKey(ctx context.Context) {
+	if f.cancelled {
+		f.leaving = true
+		return
+	}
+	f.cancel(ctx, "cancelled at the terminal")
+}
+
 // confirmAbort handles the key pressed at "abort the session?": y aborts, Ctrl+C cancels, and
 // anything else (n, Esc) keeps the session waiting for an answer.
 func (f *follower) confirmAbort(ctx context.Context, k keypress) {
 	f.dialog = noDialog
 	switch {
 	case k.cancel && !k.esc:
-		f.cancel(ctx, "cancelled at the terminal")
+		f.cancelKey(ctx)
 	case !k.cancel && (k.ch == 'y' || k.ch == 'Y'):
 		f.sendAnswer(ctx, contract.Answer{Action: contract.ActionAbort})
 	default:
@@ -187,7 +197,7 @@ func (f *follower) editKeys(ctx context.Context, b []byte) {
 		f.askEscalation()
 	case strings.IndexByte(string(b), 0x03) >= 0:
 		f.endEdit()
-		f.cancel(ctx, "cancelled at the terminal")
+		f.cancelKey(ctx)
 	default:
 		f.editor.feed(b)
 	}

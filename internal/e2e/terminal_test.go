@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -310,5 +311,27 @@ func TestNoTerminalStdin(t *testing.T) {
 	}
 	if code := r.exit(t, 60*time.Second); code != 1 || !r.seen("aborted") {
 		t.Fatalf("exit %d, want 1 and an aborted session:\n%s", code, r.text())
+	}
+}
+
+// TestTerminalSecondCancelLeaves: at a terminal Ctrl+C is a key, not a signal. With no worker to
+// end the session, the first Ctrl+C sends the cancel and a second cancel key (Esc) leaves at once
+// with exit 130, the terminal back in line mode.
+func TestTerminalSecondCancelLeaves(t *testing.T) {
+	r := startTTY(t, env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true"), "run", "--workdir", t.TempDir(), "say hi")
+	started := regexp.MustCompile(`session (\S+) started`)
+	var m []string
+	if !waitFor(60*time.Second, func() bool { m = started.FindStringSubmatch(r.text()); return m != nil }) {
+		t.Fatalf("the session never started:\n%s", r.text())
+	}
+	t.Cleanup(func() { _ = env.Client().TerminateWorkflow(context.Background(), m[1], "", "test cleanup") })
+	r.master.Write([]byte{0x03})
+	r.waitSeen(t, 30*time.Second, "cancelling")
+	r.master.Write([]byte{0x1b})
+	if code := r.exit(t, 30*time.Second); code != 130 || !r.seen("interrupted again") {
+		t.Fatalf("exit %d, want 130 after the second cancel key:\n%s", code, r.text())
+	}
+	if !r.canonical(t) {
+		t.Fatal("the terminal was left in raw mode")
 	}
 }
