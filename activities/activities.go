@@ -6,6 +6,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -38,6 +39,11 @@ type Activities struct {
 	MCP *mcp.Manager
 	// Tools runs tool calls; nil means DefaultTools with OutputCap and MCP.
 	Tools ToolRunner
+	// Models is the primary model and its fallbacks (gateway.fallbacks); nil means Gateway alone.
+	Models *gateway.Chain
+
+	soloOnce sync.Once
+	solo     *gateway.Chain
 }
 
 // Register registers every activity under its contract name.

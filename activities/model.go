@@ -51,17 +51,20 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 	}
 
 	a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventModelCall, WorkflowID: req.SessionID, Turn: req.Turn, Attempt: attempt})
-	stream := &streamState{attempt: attempt}
-	stop := keepBeating(ctx, stream.details)
-	resp, err := a.Gateway.Stream(ctx, gateway.Request{
-		Model: req.Model, Messages: msgs, Tools: req.Tools, Strict: req.Strict,
-	}, func(text string) {
-		n := stream.add(text)
-		activity.RecordHeartbeat(ctx, stream.details())
-		a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventDelta, WorkflowID: req.SessionID, Turn: req.Turn, Text: text, Seq: n})
-	})
-	stop()
-	if err != nil {
+	chain := a.chain()
+	i := chain.Start()
+	var resp gateway.Response
+	for {
+		stream := &streamState{attempt: attempt}
+		resp, err = a.stream(ctx, req, chain.Route(i), msgs, stream)
+		if err == nil {
+			chain.Succeeded(i)
+			break
+		}
+		if next, ok := a.fallBack(ctx, req, chain, i, stream, err); ok {
+			i = next
+			continue
+		}
 		return contract.ModelResponse{}, a.modelError(ctx, req, stream, err)
 	}
 	mh := activity.GetMetricsHandler(ctx)
@@ -72,7 +75,56 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 	if err != nil {
 		return contract.ModelResponse{}, fmt.Errorf("storing the model's reply: %w", err)
 	}
-	return contract.ModelResponse{Head: newHead, Message: resp.Message, Usage: resp.Usage, Attempt: attempt}, nil
+	return contract.ModelResponse{
+		Head: newHead, Message: resp.Message, Usage: resp.Usage, Attempt: attempt,
+		Model: chain.Route(i).Label(req.Model), Fallback: i > 0,
+	}, nil
+}
+
+// chain is the configured fallback chain, or a chain of the gateway alone.
+func (a *Activities) chain() *gateway.Chain {
+	a.soloOnce.Do(func() { a.solo = gateway.NewChain(0, gateway.Route{Provider: a.Gateway}) })
+	if a.Models != nil {
+		return a.Models
+	}
+	return a.solo
+}
+
+// stream runs one attempt on one route, heartbeating and publishing every delta.
+func (a *Activities) stream(ctx context.Context, req contract.ModelRequest, route gateway.Route, msgs []contract.Message, stream *streamState) (gateway.Response, error) {
+	model := req.Model
+	if route.Model != "" {
+		model = route.Model
+	}
+	stop := keepBeating(ctx, stream.details)
+	defer stop()
+	return route.Provider.Stream(ctx, gateway.Request{
+		Model: model, Messages: msgs, Tools: req.Tools, Strict: req.Strict,
+	}, func(text string) {
+		n := stream.add(text)
+		activity.RecordHeartbeat(ctx, stream.details())
+		a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventDelta, WorkflowID: req.SessionID, Turn: req.Turn, Text: text, Seq: n})
+	})
+}
+
+// fallBack decides whether a failed attempt on route i goes to the next route at once: the route
+// is down (gateway.FallsBack), nothing was shown, and there is a next route. It opens route i's
+// breaker, so later calls start past it, and tells the user which model takes over.
+func (a *Activities) fallBack(ctx context.Context, req contract.ModelRequest, chain *gateway.Chain, i int, stream *streamState, err error) (int, bool) {
+	deltas, _ := stream.snapshot()
+	d := gateway.Classify(err, deltas)
+	if i+1 >= chain.Len() || deltas > 0 || ctx.Err() != nil || !gateway.FallsBack(d, stream.attempt) {
+		return i, false
+	}
+	chain.Failed(i)
+	from, to := chain.Route(i).Label(req.Model), chain.Route(i+1).Label(req.Model)
+	record.ModelAttempt(activity.GetMetricsHandler(ctx), d.Class, record.AttemptFallback)
+	activity.GetLogger(ctx).Warn("model route down, falling back", "from", from, "to", to, "class", d.Class, "reason", d.Message)
+	a.Events.Publish(ctx, req.Sinks, contract.Event{
+		Event: contract.EventNotice, WorkflowID: req.SessionID, Turn: req.Turn, Attempt: stream.attempt, Class: d.Class,
+		Text: fmt.Sprintf("%s is down (%s); this call goes to %s", from, d.Message, to),
+	})
+	return i + 1, true
 }
 
 // modelError turns a failed attempt into the error Temporal acts on.

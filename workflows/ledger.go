@@ -86,6 +86,7 @@ func (s *session) summary(ctx workflow.Context, status, answer string) contract.
 		BlockedCalls:    c.BlockedCalls,
 		GatewayCalls:    c.GatewayCalls,
 		GatewayAttempts: c.GatewayAttempts,
+		FallbackCalls:   c.FallbackCalls,
 		Tokens:          s.state.Usage.Total(),
 		Answer:          answer,
 	}

@@ -138,6 +138,9 @@ func (t *turn) callModel(ctx workflow.Context) (contract.ModelResponse, error) {
 		err := workflow.ExecuteActivity(actx, contract.CallModelActivity, req).Get(actx, &resp)
 		if err == nil {
 			t.res.Counters.GatewayAttempts = resp.Attempt
+			if resp.Fallback {
+				t.res.Counters.FallbackCalls = 1
+			}
 			t.res.Usage = resp.Usage
 			return resp, nil
 		}

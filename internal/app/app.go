@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -95,11 +96,16 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 	if err := CheckSandbox(cfg); err != nil {
 		return nil, nil, err
 	}
+	models, err := modelChain(cfg, gw, gatewayURL)
+	if err != nil {
+		return nil, nil, err
+	}
 	st, err := OpenStore(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
 	acts := &activities.Activities{
+		Models:    models,
 		Gateway:   gw,
 		Store:     store.WithCache(st, transcriptCache),
 		Events:    events.NewPublisher(),
@@ -141,6 +147,33 @@ func CheckSandbox(cfg config.Config) error {
 			"a command can then read the worker's secrets, write outside the work directory and reach the network", err)
 	}
 	return nil
+}
+
+// modelChain builds the fallback chain of gateway.fallbacks behind the primary, or nil when none is
+// configured. With the fake gateway, a fallback without a base URL is served by the fake too.
+func modelChain(cfg config.Config, primary gateway.Provider, gatewayURL string) (*gateway.Chain, error) {
+	if len(cfg.Gateway.Fallbacks) == 0 {
+		return nil, nil
+	}
+	var routes []gateway.Route
+	for i, f := range cfg.Gateway.Fallbacks {
+		fcfg := gateway.Config{Provider: f.Provider, BaseURL: f.BaseURL, APIKey: f.APIKey, Model: f.Model}
+		if fcfg.BaseURL == "" && cfg.Gateway.Fake {
+			fcfg.BaseURL = strings.TrimSuffix(gatewayURL, "/v1")
+			if f.Provider == gateway.ProviderOpenAI {
+				fcfg.BaseURL += "/v1"
+			}
+		}
+		if fcfg.APIKey == "" {
+			fcfg.APIKey = "fake-gateway-key"
+		}
+		p, err := gateway.New(fcfg)
+		if err != nil {
+			return nil, fmt.Errorf("building gateway.fallbacks[%d]: %w", i, err)
+		}
+		routes = append(routes, gateway.Route{Provider: p, Model: f.Model})
+	}
+	return gateway.NewChain(0, gateway.Route{Provider: primary}, routes...), nil
 }
 
 // stores are the stores this process opened, one per backend and location.

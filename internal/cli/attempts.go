@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	failurepb "go.temporal.io/api/failure/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -66,6 +67,8 @@ type attemptRow struct {
 	// Class is Keel's failure class (throttle, transport, ...) of the last failed attempt, or the
 	// error type when the failure carries none.
 	Class string `json:"class,omitempty"`
+	// Model is the model that answered a CallModel, marked when it was a fallback.
+	Model string `json:"model,omitempty"`
 }
 
 // printAttempts walks the session's runs and its turns' histories, the ledger of every attempt.
@@ -77,7 +80,7 @@ func printAttempts(ctx context.Context, c client.Client, wid, output string, out
 	enc := json.NewEncoder(out)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	if output != "jsonl" {
-		fmt.Fprintln(tw, "TIME\tTURN\tACTIVITY\tATTEMPTS\tOUTCOME\tCLASS")
+		fmt.Fprintln(tw, "TIME\tTURN\tACTIVITY\tATTEMPTS\tOUTCOME\tCLASS\tMODEL")
 	}
 	for _, turn := range turns {
 		rows, err := activityRows(ctx, c, turn)
@@ -92,7 +95,7 @@ func printAttempts(ctx context.Context, c client.Client, wid, output string, out
 				}
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.At.Format(time.TimeOnly), r.Turn, r.Activity, r.Attempts, r.Outcome, r.Class)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.At.Format(time.TimeOnly), r.Turn, r.Activity, r.Attempts, r.Outcome, r.Class, r.Model)
 		}
 	}
 	return tw.Flush()
@@ -166,10 +169,11 @@ func activityRows(ctx context.Context, c client.Client, turnID string) ([]attemp
 // settle records how an activity ended.
 func settle(ev *historypb.HistoryEvent, byID map[int64]*attemptRow) {
 	var sched int64
-	outcome, class := "", ""
+	outcome, class, model := "", "", ""
 	switch {
 	case ev.GetActivityTaskCompletedEventAttributes() != nil:
-		sched, outcome = ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId(), "completed"
+		a := ev.GetActivityTaskCompletedEventAttributes()
+		sched, outcome, model = a.GetScheduledEventId(), "completed", servedBy(a.GetResult())
 	case ev.GetActivityTaskFailedEventAttributes() != nil:
 		a := ev.GetActivityTaskFailedEventAttributes()
 		sched, outcome = a.GetScheduledEventId(), "failed: "+clip(a.GetFailure().GetMessage(), 80)
@@ -183,10 +187,25 @@ func settle(ev *historypb.HistoryEvent, byID map[int64]*attemptRow) {
 	}
 	if r := byID[sched]; r != nil {
 		r.Outcome = outcome
+		if strings.HasPrefix(r.Activity, contract.CallModelActivity) {
+			r.Model = model
+		}
 		if class != "" {
 			r.Class = class
 		}
 	}
+}
+
+// servedBy reads which model answered from a CallModel result, as the history recorded it.
+func servedBy(result *commonpb.Payloads) string {
+	var resp contract.ModelResponse
+	if converter.GetDefaultDataConverter().FromPayloads(result, &resp) != nil || resp.Model == "" {
+		return ""
+	}
+	if resp.Fallback {
+		return resp.Model + " (fallback)"
+	}
+	return resp.Model
 }
 
 func activityLabel(ev *historypb.HistoryEvent, name string) string {

@@ -77,6 +77,10 @@ func runDemo(ctx context.Context, g *globals, cfg config.Config, p printer, inje
 	if err := app.EnsureSearchAttributes(ctx, c, cfg.Temporal.Namespace); err != nil {
 		return err
 	}
+	if inject == fakegw.ModePrimaryDown && len(cfg.Gateway.Fallbacks) == 0 {
+		// The fake's primary is down; its fallback model answers.
+		cfg.Gateway.Fallbacks = []config.Fallback{{Provider: cfg.Gateway.Provider, Model: fakegw.FallbackModel}}
+	}
 	if inject == "breaker" {
 		stopMCP, err := serveFlakyMCP(&cfg)
 		if err != nil {

@@ -72,6 +72,19 @@ type Gateway struct {
 	// must, so that sessions throttled together do not retry in lockstep. It stays in the worker:
 	// no workflow input or activity request carries it.
 	FixedJitter *float64
+	// Fallbacks are tried in order, within the same model call, when the primary is down.
+	Fallbacks []Fallback
+}
+
+// Fallback is one model of gateway.fallbacks. The key itself never sits in the file: APIKeyEnv
+// names the environment variable that holds it.
+type Fallback struct {
+	Provider  string `mapstructure:"provider"`
+	BaseURL   string `mapstructure:"base_url"`
+	Model     string `mapstructure:"model"`
+	APIKeyEnv string `mapstructure:"api_key_env"`
+	// APIKey is read from APIKeyEnv when the configuration is loaded.
+	APIKey string `mapstructure:"-"`
 }
 
 // Store configures the transcript store.
@@ -178,6 +191,7 @@ var defaults = map[string]any{
 	"tools.breaker.cooldown":          "60s",
 	"tools.fallbacks":                 map[string]string{},
 	"mcp.servers":                     []any{},
+	"gateway.fallbacks":               []any{},
 	"store.backend":                   "file",
 	"store.path":                      "",
 	"store.dsn":                       "",

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -124,5 +125,54 @@ func TestExampleFileHasEveryKey(t *testing.T) {
 	_, err := Load(filepath.Join("..", "..", "keel.example.yaml"), nil, map[string]any{"gateway.fake": true})
 	if err != nil {
 		t.Fatalf("the committed example does not load: %v", err)
+	}
+}
+
+// TestFallbacks: gateway.fallbacks reads an ordered list whose keys come from the environment, and
+// an entry that could not work is refused with a message naming it.
+func TestFallbacks(t *testing.T) {
+	cases := []struct {
+		name string
+		yaml string
+		fake bool
+		want []Fallback
+		err  string
+	}{
+		{
+			name: "two fallbacks, keys from the environment",
+			yaml: "gateway:\n  api_key: k\n  fallbacks:\n    - {provider: anthropic, base_url: http://a, model: claude-x, api_key_env: FB_KEY_A}\n    - {provider: OpenAI, base_url: http://b/v1, model: gpt-y, api_key_env: FB_KEY_B}\n",
+			want: []Fallback{
+				{Provider: "anthropic", BaseURL: "http://a", Model: "claude-x", APIKeyEnv: "FB_KEY_A", APIKey: "key-a"},
+				{Provider: "openai", BaseURL: "http://b/v1", Model: "gpt-y", APIKeyEnv: "FB_KEY_B", APIKey: "key-b"},
+			},
+		},
+		{name: "unknown provider", yaml: "gateway:\n  api_key: k\n  fallbacks:\n    - {provider: bogus, base_url: http://a, model: m, api_key_env: FB_KEY_A}\n", err: `gateway.fallbacks[0]: provider "bogus"`},
+		{name: "no model", yaml: "gateway:\n  api_key: k\n  fallbacks:\n    - {provider: openai, base_url: http://a, api_key_env: FB_KEY_A}\n", err: "gateway.fallbacks[0]: model is empty"},
+		{name: "key variable not set", yaml: "gateway:\n  api_key: k\n  fallbacks:\n    - {provider: openai, base_url: http://a, model: m, api_key_env: FB_KEY_A}\n    - {provider: openai, base_url: http://a, model: m, api_key_env: FB_UNSET}\n", err: "gateway.fallbacks[1]: the environment variable FB_UNSET (api_key_env) is not set"},
+		{name: "the fake gateway needs no key", fake: true, yaml: "gateway:\n  fallbacks:\n    - {provider: openai, model: keel-fallback}\n", want: []Fallback{{Provider: "openai", Model: "keel-fallback"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			t.Setenv("FB_KEY_A", "key-a")
+			t.Setenv("FB_KEY_B", "key-b")
+			file := filepath.Join(t.TempDir(), "keel.yaml")
+			if err := os.WriteFile(file, []byte(c.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := Load(file, nil, map[string]any{"gateway.fake": c.fake})
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("want an error with %q, got %v", c.err, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(cfg.Gateway.Fallbacks, c.want) {
+				t.Fatalf("fallbacks %+v, want %+v", cfg.Gateway.Fallbacks, c.want)
+			}
+		})
 	}
 }

@@ -81,6 +81,42 @@ func (d *decoder) list(key string) []string {
 	return out
 }
 
+// fallbacks reads gateway.fallbacks: each needs a known provider and a model, and, unless the fake
+// gateway serves them, a base URL and an api_key_env naming a variable that is set.
+func (d *decoder) fallbacks(fake bool) []Fallback {
+	const key = "gateway.fallbacks"
+	var fbs []Fallback
+	if err := d.v.UnmarshalKey(key, &fbs); err != nil {
+		if d.err == nil {
+			d.err = &Error{Key: key, Msg: "want a list of {provider, base_url, model, api_key_env}: " + err.Error()}
+		}
+		return nil
+	}
+	for i := range fbs {
+		f := &fbs[i]
+		f.Provider = strings.ToLower(strings.TrimSpace(f.Provider))
+		f.APIKey = os.Getenv(f.APIKeyEnv)
+		var msg string
+		switch {
+		case f.Provider != "openai" && f.Provider != "anthropic":
+			msg = fmt.Sprintf("provider %q is not one of openai, anthropic", f.Provider)
+		case strings.TrimSpace(f.Model) == "":
+			msg = "model is empty"
+		case fake:
+		case f.BaseURL == "":
+			msg = "base_url is empty"
+		case f.APIKeyEnv == "":
+			msg = "api_key_env is empty: name the environment variable that holds the key"
+		case f.APIKey == "":
+			msg = fmt.Sprintf("the environment variable %s (api_key_env) is not set", f.APIKeyEnv)
+		}
+		if msg != "" && d.err == nil {
+			d.err = &Error{Key: fmt.Sprintf("%s[%d]", key, i), Msg: msg}
+		}
+	}
+	return fbs
+}
+
 func decode(v *viper.Viper) (Config, error) {
 	d := &decoder{v: v}
 	var c Config
@@ -104,6 +140,7 @@ func decode(v *viper.Viper) (Config, error) {
 		Retry:    contract.RetryConfig{Base: d.dur("gateway.retry.base"), Cap: d.dur("gateway.retry.cap")},
 	}
 	c.Gateway.FixedJitter = d.fraction("gateway.retry.fixed_jitter")
+	c.Gateway.Fallbacks = d.fallbacks(c.Gateway.Fake)
 	c.Limits = contract.Limits{
 		MaxTurns:    int(d.integer("limits.max_turns")),
 		MaxDuration: d.dur("limits.max_duration"),

@@ -67,6 +67,8 @@ type Counters struct {
 	BlockedCalls    int `json:"blocked_calls"`
 	GatewayCalls    int `json:"gateway_calls"`
 	GatewayAttempts int `json:"gateway_attempts"`
+	// FallbackCalls counts model calls a fallback model answered because the primary was down.
+	FallbackCalls int `json:"fallback_calls,omitempty"`
 }
 
 // Add returns the sum of two counter sets.
@@ -76,6 +78,7 @@ func (c Counters) Add(o Counters) Counters {
 		BlockedCalls:    c.BlockedCalls + o.BlockedCalls,
 		GatewayCalls:    c.GatewayCalls + o.GatewayCalls,
 		GatewayAttempts: c.GatewayAttempts + o.GatewayAttempts,
+		FallbackCalls:   c.FallbackCalls + o.FallbackCalls,
 	}
 }
 
@@ -89,10 +92,12 @@ type Summary struct {
 	BlockedCalls    int    `json:"blocked_calls"`
 	GatewayCalls    int    `json:"gateway_calls"`
 	GatewayAttempts int    `json:"gateway_attempts"`
-	Tokens          int64  `json:"tokens"`
-	Limit           string `json:"limit,omitempty"`
-	Reason          string `json:"reason,omitempty"`
-	Answer          string `json:"answer,omitempty"`
+	// FallbackCalls counts model calls a fallback model answered (gateway.fallbacks).
+	FallbackCalls int    `json:"fallback_calls"`
+	Tokens        int64  `json:"tokens"`
+	Limit         string `json:"limit,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+	Answer        string `json:"answer,omitempty"`
 	// Class is the failure class when a failure was surfaced.
 	Class string `json:"class,omitempty"`
 }

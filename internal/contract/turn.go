@@ -111,6 +111,11 @@ type ModelResponse struct {
 	Usage   Usage   `json:"usage"`
 	// Attempt is the attempt that succeeded (1 for a first-time success).
 	Attempt int `json:"attempt"`
+	// Model is the model that answered, as provider/model; Fallback is true when it was not the
+	// primary (gateway.fallbacks). Both are in the activity's recorded result, so replay and
+	// `starter attempts` show which model served each call.
+	Model    string `json:"model,omitempty"`
+	Fallback bool   `json:"fallback,omitempty"`
 }
 
 // ToolRequest is the input of the RunTool activity.

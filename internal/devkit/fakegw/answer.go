@@ -27,6 +27,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, wf wire, t trans
 	}
 	attempt, idx := s.stats.begin(rec)
 	f := faultFor(mode, attempt, rec.First)
+	if mode == ModePrimaryDown && t.Model != FallbackModel {
+		f = fault{Kind: faultHTTP, Name: mode, Status: 503, Error: serverErrorBody}
+	}
 	p := s.plan(mode, t, rec.Hash, len(body), f)
 	s.log.Info("fake gateway request", "format", wf.name(), "mode", mode, "attempt", attempt,
 		"first", rec.First, "strict", rec.Strict, "fault", f.Name, "tools", callNames(p.Reply.Calls))

@@ -67,10 +67,17 @@ const (
 	ModeEscape = "escape"
 	// ModeEscapeHold first runs EscapeHoldCommand, which waits, then the attempts of ModeEscape.
 	ModeEscapeHold = "escape_hold"
+	// ModePrimaryDown answers every request for any model but FallbackModel with 503, on every
+	// call of the conversation: the primary is down, and only a fallback (gateway.fallbacks) can
+	// answer. `starter demo --inject primary_down` configures FallbackModel as the fallback.
+	ModePrimaryDown = "primary_down"
 )
 
 // ChattyCommand is the command of ModeChattyCommand.
 const ChattyCommand = `sh -c 'for i in 1 2 3 4 5 6; do echo "step $i of 6"; sleep 1; done'`
+
+// FallbackModel is the model the fake serves even in primary_down mode.
+const FallbackModel = "keel-fallback"
 
 // FlakyTool is the tool the breaker mode keeps calling, with arguments {"query": string}; the
 // query changes on every call so repeat detection does not trip before the breaker opens.
@@ -81,7 +88,7 @@ var Modes = []string{
 	ModeRateLimit, ModeThrottleForever, ModeNetwork, ModeServerError, ModeOverloaded,
 	ModeTruncatedStart, ModeTruncated, ModeSchema, ModeRefusal, ModeBudget, ModeUnknown,
 	ModeBadArgs, ModeLoop, ModeLongCommand, ModeChattyCommand, ModeHang, ModeSlowStream, ModeToolError, ModeBreaker,
-	ModeEscape, ModeEscapeHold,
+	ModeEscape, ModeEscapeHold, ModePrimaryDown,
 }
 
 // ModeHeader is the HTTP header a direct client of the fake may use to pick the mode of one

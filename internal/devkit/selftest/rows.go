@@ -21,6 +21,15 @@ func Rows() []Row {
 		gateway("budget", "openai", contract.StatusFailed, 1),
 		gateway("unknown", "openai", contract.StatusFailed, 1),
 		gateway("throttle_forever", "openai", contract.StatusFailed, 6),
+		{
+			Name: "gateway primary_down", Args: []string{"--inject", "primary_down"}, Status: contract.StatusCompleted,
+			Check: func(_ []contract.Event, s contract.Summary) error {
+				if s.FallbackCalls < 1 {
+					return fmt.Errorf("fallback_calls %d, want at least 1", s.FallbackCalls)
+				}
+				return nil
+			},
+		},
 		tool("tool_error", contract.StatusCompleted, 0, nil, sawText(contract.EventToolResult, "unchanged")),
 		tool("loop", contract.StatusCompleted, 0, nil, func(_ []contract.Event, s contract.Summary) error {
 			if s.BlockedCalls != 1 {

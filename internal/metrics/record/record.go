@@ -40,6 +40,8 @@ const (
 	AttemptRetry     = "retry"
 	AttemptSurfaced  = "surfaced"
 	AttemptCancelled = "cancelled"
+	// AttemptFallback is a failed attempt whose call went on to the next model of the fallback chain.
+	AttemptFallback = "fallback"
 )
 
 // ClassNone is the class tag of a model attempt that did not fail.
@@ -65,7 +67,7 @@ const (
 type Handler = client.MetricsHandler
 
 // ModelAttempt counts one model attempt of a failure class (ClassNone when it succeeded) and its
-// outcome (AttemptOK, AttemptRetry, AttemptSurfaced, AttemptCancelled).
+// outcome (AttemptOK, AttemptRetry, AttemptSurfaced, AttemptCancelled, AttemptFallback).
 func ModelAttempt(h Handler, class, outcome string) {
 	if class == "" {
 		class = ClassNone
