@@ -192,11 +192,11 @@ func (f *follower) startEdit() {
 func (f *follower) editKeys(ctx context.Context, b []byte) {
 	switch {
 	case len(b) == 1 && b[0] == 0x1b:
-		f.endEdit()
+		f.endEdit(false)
 		f.p.info("edit dropped; nothing was sent")
 		f.askEscalation()
 	case strings.IndexByte(string(b), 0x03) >= 0:
-		f.endEdit()
+		f.endEdit(false)
 		f.cancelKey(ctx)
 	default:
 		f.editor.feed(b)
@@ -205,9 +205,10 @@ func (f *follower) editKeys(ctx context.Context, b []byte) {
 
 // edited handles the line the editor returned.
 func (f *follower) edited(ctx context.Context, r editResult) {
-	f.endEdit()
+	ok := r.err == nil || errors.Is(r.err, term.ErrPasteIndicator)
+	f.endEdit(ok)
 	text := strings.TrimSpace(r.line)
-	if r.err != nil && !errors.Is(r.err, term.ErrPasteIndicator) {
+	if !ok {
 		f.p.info("edit dropped; nothing was sent")
 		f.askEscalation()
 		return
@@ -220,10 +221,11 @@ func (f *follower) edited(ctx context.Context, r editResult) {
 	f.sendAnswer(ctx, contract.Answer{Action: contract.ActionEdit, Text: text})
 }
 
-// endEdit closes the line editor and prints what waited behind it.
-func (f *follower) endEdit() {
+// endEdit closes the line editor and prints what waited behind it; lineEnded says the person
+// pressed Enter, which ended the row.
+func (f *follower) endEdit(lineEnded bool) {
 	if f.editor != nil {
-		f.editor.close()
+		f.editor.close(lineEnded)
 		f.editor = nil
 	}
 	f.dialog = noDialog
@@ -248,7 +250,7 @@ func (f *follower) askEscalation() {
 // closeDialog ends any question about an escalation that is no longer pending.
 func (f *follower) closeDialog() {
 	if f.dialog == editDialog {
-		f.endEdit()
+		f.endEdit(false)
 	}
 	f.dialog = noDialog
 }
@@ -264,10 +266,11 @@ type editResult struct {
 type lineEditor struct {
 	in   chan []byte
 	done chan editResult
+	out  io.Writer
 }
 
 func newLineEditor(out io.Writer, width int, prompt string) *lineEditor {
-	e := &lineEditor{in: make(chan []byte, 64), done: make(chan editResult, 1)}
+	e := &lineEditor{in: make(chan []byte, 64), done: make(chan editResult, 1), out: out}
 	t := term.NewTerminal(struct {
 		io.Reader
 		io.Writer
@@ -288,8 +291,14 @@ func (e *lineEditor) feed(b []byte) {
 	}
 }
 
-// close ends the editor: its ReadLine returns io.EOF if it has not returned yet.
-func (e *lineEditor) close() { close(e.in) }
+// close ends the editor: its ReadLine returns io.EOF if it has not returned yet. A line the person
+// did not end with Enter is ended here, so what follows starts on a row of its own.
+func (e *lineEditor) close(lineEnded bool) {
+	close(e.in)
+	if !lineEnded {
+		_, _ = io.WriteString(e.out, "\r\n")
+	}
+}
 
 // chanReader reads the chunks sent on a channel; a closed channel is the end.
 type chanReader struct {

@@ -213,14 +213,28 @@ func TestTerminalEscalationPrompt(t *testing.T) {
 	}
 }
 
-// TestTerminalEdit: the Edit answer echoes what is typed, takes backspace, sends the whole line on
-// Enter (the session records it), and none of the typed letters act as hot keys. The answer prints
+// TestTerminalEdit: Esc drops an edit and asks again; the Edit answer echoes what is typed, takes
+// backspace, sends the whole line on Enter (the session records it), and none of the typed
+// letters act as hot keys. The answer prints
 // before the next turn's text, and the session then completes.
 func TestTerminalEdit(t *testing.T) {
 	r := startTTY(t, env.StarterEnv(t), "demo", "--inject", "bad_args")
 	r.waitSeen(t, 60*time.Second, "[R]etry, [E]dit, [A]bort?")
+	// Esc drops an edit: nothing is sent, the next line starts on a row of its own, and the
+	// question is asked again.
 	r.master.Write([]byte("e"))
 	r.waitSeen(t, 10*time.Second, "edit> ")
+	r.typeText(t, "abc")
+	r.waitSeen(t, 10*time.Second, "edit> abc")
+	r.master.Write([]byte{0x1b})
+	r.waitSeen(t, 10*time.Second, "abc\r\nkeel: edit dropped; nothing was sent")
+	if !waitFor(10*time.Second, func() bool { return strings.Count(r.text(), "[R]etry, [E]dit, [A]bort?") == 2 }) {
+		t.Fatalf("the question was not asked again after Esc:\n%s", r.text())
+	}
+	r.master.Write([]byte("e"))
+	if !waitFor(10*time.Second, func() bool { return strings.Count(r.text(), "edit> ") == 2 }) {
+		t.Fatalf("e did not open the editor again:\n%s", r.text())
+	}
 	r.typeText(t, "read calc.go, fix Add and retry thx")
 	r.master.Write([]byte{0x7f, 0x7f, 0x7f, 0x7f})
 	r.waitSeen(t, 10*time.Second, "read calc.go, fix Add and retry")
