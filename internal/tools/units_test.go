@@ -27,6 +27,11 @@ func TestSplitWords(t *testing.T) {
 		{"   ", nil, "The command is empty"},
 		{"go test && rm -rf x", nil, `shell operator "&&"`},
 		{"ls > out.txt", nil, `shell operator ">"`},
+		{"go vet 2>&1", nil, `shell operator "2>&1"`},
+		{"grep a|b file", nil, `shell operator "|"`},
+		{"echo x;", nil, `shell operator ";"`},
+		{`echo "it's`, nil, `opening quote (")`},
+		{"echo $HOME `date`", []string{"echo", "$HOME", "`date`"}, ""},
 	}
 	for _, tt := range tests {
 		got, refusal := splitWords(tt.line)
