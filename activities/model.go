@@ -13,6 +13,7 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/gateway"
 	"github.com/keelrun/keel/internal/metrics/record"
+	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
 // attemptState travels in heartbeat details, so the next attempt, even on another worker after a
@@ -50,6 +51,11 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 		return contract.ModelResponse{}, fmt.Errorf("loading the transcript: %w", err)
 	}
 
+	tools, err := toolspec.Join(req.BuiltinTools, req.Tools)
+	if err != nil {
+		return contract.ModelResponse{}, surfaced(contract.Failure{Class: contract.ClassUnknown, Reason: err.Error(), Attempts: attempt})
+	}
+	req.BuiltinTools, req.Tools = "", tools
 	a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventModelCall, WorkflowID: req.SessionID, Turn: req.Turn, Attempt: attempt})
 	chain := a.chain()
 	i := chain.Start()

@@ -3,6 +3,7 @@ package workflows
 import (
 	"fmt"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/keelrun/keel/internal/contract"
@@ -107,11 +108,30 @@ func (s *session) details(state string) string {
 		state, s.state.Turns, s.state.Usage.Total(), s.state.Counters.ToolCalls, s.state.Counters.GatewayAttempts)
 }
 
+// searchValues are the session's search attribute values.
+type searchValues struct {
+	status        string
+	turns, tokens int64
+	waiting       bool
+}
+
+// upsertSearch upserts the search attributes that changed since this run last did, all of them
+// the first time. Unchanged ones are left out because every byte is paid in every turn's
+// history; the turn count is always sent, so the upsert command is never skipped and a replay
+// sees the same commands as before.
 func (s *session) upsertSearch(ctx workflow.Context) {
-	_ = workflow.UpsertTypedSearchAttributes(ctx,
-		contract.StatusKey.ValueSet(s.status),
-		contract.TurnsKey.ValueSet(int64(s.state.Turns)),
-		contract.TokensKey.ValueSet(s.state.Usage.Total()),
-		contract.PendingEscalationKey.ValueSet(s.status == contract.StatusWaiting),
-	)
+	now := searchValues{status: s.status, turns: int64(s.state.Turns), tokens: s.state.Usage.Total(), waiting: s.status == contract.StatusWaiting}
+	last := s.searched
+	updates := []temporal.SearchAttributeUpdate{contract.TurnsKey.ValueSet(now.turns)}
+	if last == nil || last.status != now.status {
+		updates = append(updates, contract.StatusKey.ValueSet(now.status))
+	}
+	if last == nil || last.tokens != now.tokens {
+		updates = append(updates, contract.TokensKey.ValueSet(now.tokens))
+	}
+	if last == nil || last.waiting != now.waiting {
+		updates = append(updates, contract.PendingEscalationKey.ValueSet(now.waiting))
+	}
+	s.searched = &now
+	_ = workflow.UpsertTypedSearchAttributes(ctx, updates...)
 }

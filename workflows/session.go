@@ -51,6 +51,10 @@ type session struct {
 	modelTurn   bool
 	interrupted bool
 	closing     bool
+
+	// searched holds the search attribute values this run last upserted, so a turn upserts only
+	// what changed.
+	searched *searchValues
 }
 
 func newSession(ctx workflow.Context, in contract.SessionInput) *session {
@@ -251,21 +255,23 @@ func (s *session) runTurn(ctx workflow.Context, in contract.TurnInput, id string
 }
 
 func (s *session) turnInput(ctx workflow.Context, turn int) contract.TurnInput {
+	builtin, tools := toolspec.Split(s.state.Tools)
 	return contract.TurnInput{
-		SessionID: workflow.GetInfo(ctx).WorkflowExecution.ID,
-		Turn:      turn,
-		Head:      s.state.Head,
-		Pending:   s.state.Pending,
-		Tools:     s.state.Tools,
-		Model:     s.in.Model,
-		Workdir:   s.in.Workdir,
-		Policy:    s.in.Policy,
-		Retry:     s.in.Retry,
-		Sinks:     s.sinks,
-		Repeat:    s.state.Repeat,
-		Repairs:   s.state.Repairs,
-		Rejected:  s.state.Rejected,
-		Breakers:  s.state.Breakers,
+		SessionID:    workflow.GetInfo(ctx).WorkflowExecution.ID,
+		Turn:         turn,
+		Head:         s.state.Head,
+		Pending:      s.state.Pending,
+		BuiltinTools: builtin,
+		Tools:        tools,
+		Model:        s.in.Model,
+		Workdir:      s.in.Workdir,
+		Policy:       s.in.Policy,
+		Retry:        s.in.Retry,
+		Sinks:        s.sinks,
+		Repeat:       s.state.Repeat,
+		Repairs:      s.state.Repairs,
+		Rejected:     s.state.Rejected,
+		Breakers:     s.state.Breakers,
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
 var (
@@ -49,7 +50,10 @@ func TestSessionCompletes(t *testing.T) {
 	first, ok := findMessage(reqs[0].Append, func(m contract.Message) bool { return m.Role == contract.RoleUser })
 	require.True(t, ok, "the first model call carries the task")
 	assert.Equal(t, "make the tests pass", first.Content)
-	assert.NotEmpty(t, reqs[0].Tools, "the model is offered the built-in tools")
+	offered, err := toolspec.Join(reqs[0].BuiltinTools, reqs[0].Tools)
+	require.NoError(t, err)
+	assert.Equal(t, toolspec.Builtin(), offered, "the model is offered the built-in tools, by digest")
+	assert.Empty(t, reqs[0].Tools, "the built-in tools travel by digest, not in the request")
 	for i, r := range reqs {
 		assert.Equal(t, i+1, r.Turn, "turn number of model call %d", i+1)
 		if i > 0 {
@@ -191,26 +195,23 @@ func TestUnclassifiedModelErrorFailsClosed(t *testing.T) {
 // to date, and neither trips the test environment.
 func TestSearchAttributesAndDetails(t *testing.T) {
 	w := newWorld(t, toolsReply(usage, call("c1", "read_file", readCalc)), answerReply("done", usage))
-	var last temporal.SearchAttributes
+	// Each upsert carries what changed; the server keeps the union, latest value per key.
+	seen := map[string]any{}
 	upserts := 0
 	w.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
-		last = args.Get(0).(temporal.SearchAttributes)
+		for k, v := range args.Get(0).(temporal.SearchAttributes).GetUntypedValues() {
+			seen[k.GetName()] = v
+		}
 		upserts++
 	}).Return(nil)
 	sum := w.run(input(contract.Limits{}))
 	require.Equal(t, contract.StatusCompleted, sum.Status)
 
 	require.NotZero(t, upserts)
-	status, ok := last.GetKeyword(contract.StatusKey)
-	assert.True(t, ok)
-	assert.Equal(t, contract.StatusCompleted, status)
-	turns, _ := last.GetInt64(contract.TurnsKey)
-	assert.Equal(t, int64(2), turns)
-	tokens, _ := last.GetInt64(contract.TokensKey)
-	assert.Equal(t, int64(30), tokens)
-	pending, ok := last.GetBool(contract.PendingEscalationKey)
-	assert.True(t, ok)
-	assert.False(t, pending)
+	assert.Equal(t, contract.StatusCompleted, seen[contract.StatusKey.GetName()])
+	assert.Equal(t, int64(2), seen[contract.TurnsKey.GetName()])
+	assert.Equal(t, int64(30), seen[contract.TokensKey.GetName()])
+	assert.Equal(t, false, seen[contract.PendingEscalationKey.GetName()])
 
 	v, err := w.env.QueryWorkflow("__temporal_workflow_metadata")
 	require.NoError(t, err)

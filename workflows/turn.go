@@ -19,13 +19,19 @@ import (
 // AgentTurn is one turn: one model call, then each requested tool call in order through the gates
 // (schema, repeat detection, policy), a single-attempt tool activity, and a feedback message.
 func AgentTurn(ctx workflow.Context, in contract.TurnInput) (contract.TurnResult, error) {
-	t := &turn{in: in, repeat: in.Repeat, repairs: copyCounts(in.Repairs), rejected: slices.Clone(in.Rejected), breakers: in.Breakers, metrics: workflow.GetMetricsHandler(ctx)}
+	tools, err := toolspec.Join(in.BuiltinTools, in.Tools)
+	if err != nil {
+		return contract.TurnResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "ToolsUnknown", nil)
+	}
+	t := &turn{in: in, tools: tools, repeat: in.Repeat, repairs: copyCounts(in.Repairs), rejected: slices.Clone(in.Rejected), breakers: in.Breakers, metrics: workflow.GetMetricsHandler(ctx)}
 	return t.run(ctx)
 }
 
 // turn is the state of one AgentTurn.
 type turn struct {
-	in       contract.TurnInput
+	in contract.TurnInput
+	// tools is the whole tool list, resolved from in.BuiltinTools and in.Tools.
+	tools    []contract.ToolSpec
 	res      contract.TurnResult
 	repeat   contract.RepeatState
 	repairs  map[string]int
@@ -66,7 +72,7 @@ func (t *turn) resume(ctx workflow.Context) (contract.TurnResult, error) {
 	t.res.Head = t.in.Head
 	t.feedback = append(t.feedback, t.in.Pending...)
 	first := t.in.Resume[0]
-	spec, _ := toolspec.Lookup(t.in.Tools, first.Name)
+	spec, _ := toolspec.Lookup(t.tools, first.Name)
 	if d := t.in.Approved; d == nil || d.CallID != first.ID || !d.Approve {
 		why := "a person declined it"
 		if d == nil || d.CallID != first.ID {
@@ -130,7 +136,7 @@ func (t *turn) callModel(ctx workflow.Context) (contract.ModelResponse, error) {
 	actx := workflow.WithActivityOptions(ctx, modelCallOptions(t.in.Turn))
 	req := contract.ModelRequest{
 		SessionID: t.in.SessionID, Turn: t.in.Turn, Head: t.in.Head, Append: t.in.Pending,
-		Tools: t.in.Tools, Model: t.in.Model, Retry: t.in.Retry, Sinks: t.in.Sinks,
+		BuiltinTools: t.in.BuiltinTools, Tools: t.in.Tools, Model: t.in.Model, Retry: t.in.Retry, Sinks: t.in.Sinks,
 	}
 	t.res.Counters.GatewayCalls = 1
 	for {

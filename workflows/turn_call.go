@@ -23,10 +23,10 @@ const repeatThreshold = 3
 // handleCall takes one tool call through the gates in order: schema, repeat detection, policy,
 // then the tool activity. Every refusal answers the call with feedback the model can act on.
 func (t *turn) handleCall(ctx workflow.Context, call contract.ToolCall) error {
-	spec, known := toolspec.Lookup(t.in.Tools, call.Name)
+	spec, known := toolspec.Lookup(t.tools, call.Name)
 	if !known {
 		t.noteRepeat(call)
-		t.rejectArgs(call, toolspec.UnknownToolFeedback(call.Name, toolspec.Names(t.in.Tools)))
+		t.rejectArgs(call, toolspec.UnknownToolFeedback(call.Name, toolspec.Names(t.tools)))
 		return nil
 	}
 	if p := toolspec.Validate(spec, call.Arguments); p != nil {
@@ -34,7 +34,8 @@ func (t *turn) handleCall(ctx workflow.Context, call contract.ToolCall) error {
 		t.rejectArgs(call, p.Feedback(call.Name, t.repairsLeft(call.Name)-1))
 		return nil
 	}
-	t.repairs[call.Name], t.repairs[anyTool] = 0, 0
+	delete(t.repairs, call.Name) // a count of zero is no entry: every turn's history carries the map
+	delete(t.repairs, anyTool)
 	t.rejected = nil
 
 	if n := t.noteRepeat(call); n >= repeatThreshold {
@@ -87,7 +88,7 @@ func (t *turn) gateAndRun(ctx workflow.Context, call contract.ToolCall, spec con
 // configured fallback when that tool is there and its own breaker would let it run.
 func (t *turn) refuseOpen(call contract.ToolCall, key string) {
 	fallback := t.in.Policy.Fallbacks[call.Name]
-	if fb, ok := toolspec.Lookup(t.in.Tools, fallback); !ok || fb.Name == call.Name {
+	if fb, ok := toolspec.Lookup(t.tools, fallback); !ok || fb.Name == call.Name {
 		fallback = ""
 	}
 	text := toolspec.BreakerOpenFeedback(call.Name, fallback)
@@ -104,7 +105,7 @@ func (t *turn) runTool(ctx workflow.Context, call contract.ToolCall, server, key
 	actx := workflow.WithActivityOptions(ctx, toolOptions(call, t.in.Policy))
 	req := contract.ToolRequest{
 		SessionID: t.in.SessionID, Turn: t.in.Turn, Call: call, Workdir: t.in.Workdir,
-		Policy: t.in.Policy, Sinks: t.in.Sinks, Server: server,
+		Policy: toolRunPolicy(t.in.Policy), Sinks: t.in.Sinks, Server: server,
 	}
 	var res contract.ToolResult
 	err := workflow.ExecuteActivity(actx, contract.RunToolActivity, req).Get(actx, &res)
@@ -225,4 +226,13 @@ func breakerOpen(s breaker.State, key string, now time.Time) bool {
 		}
 	}
 	return false
+}
+
+// toolRunPolicy is the policy without the parts only the workflow applies (approvals, allow and
+// deny lists, breakers, fallbacks), so every tool request's history stays small; whatever else the
+// policy holds reaches the tools.
+func toolRunPolicy(p contract.ToolPolicy) contract.ToolPolicy {
+	p.Approval, p.Allow, p.Deny, p.ApprovalTimeout = "", nil, nil, 0
+	p.Breaker, p.Fallbacks = breaker.Config{}, nil
+	return p
 }

@@ -4,6 +4,8 @@
 package contract
 
 import (
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/keelrun/keel/internal/tools/breaker"
@@ -95,7 +97,7 @@ type ToolCall struct {
 type ToolSpec struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
-	Parameters  []byte `json:"parameters"`
+	Parameters  Schema `json:"parameters"`
 	// Writes says the tool may change the world; approval policy "writes" gates these.
 	Writes bool `json:"writes,omitempty"`
 	// Server names the MCP server that serves the tool; empty for built-in tools.
@@ -147,4 +149,37 @@ type ToolPolicy struct {
 	Breaker breaker.Config `json:"breaker,omitzero"`
 	// Fallbacks names, per tool, the tool the model is offered while the first one's breaker is open.
 	Fallbacks map[string]string `json:"fallbacks,omitempty"`
+}
+
+// Schema is a JSON Schema kept as its JSON text, so it reads as JSON in a history. Histories
+// written before it was JSON hold it as a base64 string, which still decodes.
+type Schema []byte
+
+// MarshalJSON writes the schema as it is; an empty one is null.
+func (s Schema) MarshalJSON() ([]byte, error) {
+	if len(s) == 0 {
+		return []byte("null"), nil
+	}
+	if !json.Valid(s) {
+		return nil, fmt.Errorf("encoding a tool schema: not valid JSON: %.40q", s)
+	}
+	return s, nil
+}
+
+// UnmarshalJSON takes the schema's JSON, or the base64 string of older histories.
+func (s *Schema) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var raw []byte
+		if err := json.Unmarshal(b, &raw); err != nil {
+			return fmt.Errorf("decoding a base64 tool schema: %w", err)
+		}
+		*s = raw
+		return nil
+	}
+	if string(b) == "null" {
+		*s = nil
+		return nil
+	}
+	*s = append((*s)[:0], b...)
+	return nil
 }

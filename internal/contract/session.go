@@ -63,10 +63,10 @@ const MaxKeptEvents = 200
 
 // Counters are the running totals that end up in the summary.
 type Counters struct {
-	ToolCalls       int `json:"tool_calls"`
-	BlockedCalls    int `json:"blocked_calls"`
-	GatewayCalls    int `json:"gateway_calls"`
-	GatewayAttempts int `json:"gateway_attempts"`
+	ToolCalls       int `json:"tool_calls,omitempty"`
+	BlockedCalls    int `json:"blocked_calls,omitempty"`
+	GatewayCalls    int `json:"gateway_calls,omitempty"`
+	GatewayAttempts int `json:"gateway_attempts,omitempty"`
 	// FallbackCalls counts model calls a fallback model answered because the primary was down.
 	FallbackCalls int `json:"fallback_calls,omitempty"`
 }

@@ -8,14 +8,19 @@ type TurnInput struct {
 	Turn      int    `json:"turn"`
 	// Head is the transcript's head in the message store; Pending are messages produced since
 	// (the task, tool results, feedback) that the next model call stores first.
-	Head    string      `json:"head,omitempty"`
-	Pending []Message   `json:"pending,omitempty"`
-	Tools   []ToolSpec  `json:"tools"`
-	Model   string      `json:"model,omitempty"`
-	Workdir string      `json:"workdir"`
-	Policy  ToolPolicy  `json:"policy"`
-	Retry   RetryConfig `json:"retry"`
-	Sinks   []string    `json:"sinks,omitempty"`
+	Head    string    `json:"head,omitempty"`
+	Pending []Message `json:"pending,omitempty"`
+	// BuiltinTools, when set, is the digest of the built-in tools (toolspec.Builtin), which every
+	// worker has in its code, and Tools holds only the tools after them (those of MCP servers): the
+	// tool list travels by digest as the transcript travels by head. Empty means Tools is the whole
+	// list.
+	BuiltinTools string      `json:"builtin_tools,omitempty"`
+	Tools        []ToolSpec  `json:"tools,omitempty"`
+	Model        string      `json:"model,omitempty"`
+	Workdir      string      `json:"workdir"`
+	Policy       ToolPolicy  `json:"policy"`
+	Retry        RetryConfig `json:"retry"`
+	Sinks        []string    `json:"sinks,omitempty"`
 	// Repeat carries repeat detection across turns: the key of the last call and how many times in
 	// a row it was made.
 	Repeat RepeatState `json:"repeat"`
@@ -47,7 +52,7 @@ type TurnResult struct {
 	Head    string    `json:"head"`
 	Pending []Message `json:"pending,omitempty"`
 	// Final is true when the model answered without tool calls; Answer holds that answer.
-	Final    bool           `json:"final"`
+	Final    bool           `json:"final,omitempty"`
 	Answer   string         `json:"answer,omitempty"`
 	Usage    Usage          `json:"usage"`
 	Counters Counters       `json:"counters"`
@@ -87,14 +92,16 @@ type Failure struct {
 
 // ModelRequest is the input of the CallModel activity.
 type ModelRequest struct {
-	SessionID string      `json:"session_id"`
-	Turn      int         `json:"turn"`
-	Head      string      `json:"head,omitempty"`
-	Append    []Message   `json:"append,omitempty"`
-	Tools     []ToolSpec  `json:"tools"`
-	Model     string      `json:"model,omitempty"`
-	Retry     RetryConfig `json:"retry"`
-	Sinks     []string    `json:"sinks,omitempty"`
+	SessionID string    `json:"session_id"`
+	Turn      int       `json:"turn"`
+	Head      string    `json:"head,omitempty"`
+	Append    []Message `json:"append,omitempty"`
+	// BuiltinTools and Tools name the tools offered, as in TurnInput.
+	BuiltinTools string      `json:"builtin_tools,omitempty"`
+	Tools        []ToolSpec  `json:"tools,omitempty"`
+	Model        string      `json:"model,omitempty"`
+	Retry        RetryConfig `json:"retry"`
+	Sinks        []string    `json:"sinks,omitempty"`
 	// Strict adds StrictInstruction because the previous reply could not be parsed. The turn sets
 	// it when it calls again, so the flag reaches whichever worker runs the call.
 	Strict bool `json:"strict,omitempty"`

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"strconv"
@@ -157,10 +158,12 @@ func reportGrowth(b *testing.B, ctx context.Context, rig *Rig, id string, turnTi
 	nb := len(growthBuckets)
 	parentBytes, parentTurns := make([]int, nb), make([]int, nb)
 	largestBytes, largestEvents := 0, 0
+	sessionBytesOf := map[int]int{}
 	for i, r := range runs {
 		size := Bytes(r.Events)
 		largestBytes, largestEvents = max(largestBytes, size), max(largestEvents, len(r.Events))
 		byTurn := parentBytesByTurn(r.Events)
+		maps.Copy(sessionBytesOf, byTurn)
 		first, last := 0, 0
 		for t, n := range byTurn {
 			if first == 0 || t < first {
@@ -188,6 +191,16 @@ func reportGrowth(b *testing.B, ctx context.Context, rig *Rig, id string, turnTi
 		childBytes[bucketOf(t)] += Bytes(evs)
 		childEvents[bucketOf(t)] += len(evs)
 		childN[bucketOf(t)]++
+	}
+	// A single turn's history, session share plus its child, at turn 10 and turn 1,000.
+	for _, t := range []int{10, growthToolTurns} {
+		evs, err := History(ctx, rig.Client, contract.TurnWorkflowID(id, t), "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		total := sessionBytesOf[t] + Bytes(evs)
+		b.Logf("turn %d: %d B of session history + %d B of turn child = %d B", t, sessionBytesOf[t], Bytes(evs), total)
+		b.ReportMetric(float64(total), fmt.Sprintf("turn%d-history-B", t))
 	}
 	times, loadTimes := make([][]time.Duration, nb), make([][]time.Duration, nb)
 	for t, d := range turnTimes {

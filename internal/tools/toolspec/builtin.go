@@ -1,6 +1,14 @@
 package toolspec
 
-import "github.com/keelrun/keel/internal/contract"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/keelrun/keel/internal/contract"
+)
 
 // Names of the built-in tools, as the model sees them.
 const (
@@ -90,4 +98,41 @@ func Names(specs []contract.ToolSpec) []string {
 		out = append(out, s.Name)
 	}
 	return out
+}
+
+// Digest names a tool list by the hash of its JSON. Half of SHA-256 is plenty: a digest is only
+// ever compared with the one list this build knows, and every byte is paid in every turn's history.
+func Digest(specs []contract.ToolSpec) string {
+	b, err := json.Marshal(specs)
+	if err != nil {
+		panic(fmt.Sprintf("encoding tool specs: %v", err)) // specs are built by code or checked on listing
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// builtinDigest is the digest of this build's built-in tools.
+var builtinDigest = Digest(Builtin())
+
+// Split sends a tool list by digest: when it starts with this build's built-in tools it returns
+// their digest and the tools after them; otherwise "" and the whole list.
+func Split(specs []contract.ToolSpec) (builtin string, rest []contract.ToolSpec) {
+	n := len(Builtin())
+	if len(specs) >= n && Digest(specs[:n]) == builtinDigest {
+		return builtinDigest, specs[n:]
+	}
+	return "", specs
+}
+
+// Join is the inverse of Split. A digest other than this build's built-in tools means the worker
+// runs other code than the one that started the turn, and it is an error.
+func Join(builtin string, rest []contract.ToolSpec) ([]contract.ToolSpec, error) {
+	switch builtin {
+	case "":
+		return rest, nil
+	case builtinDigest:
+		return append(Builtin(), slices.Clone(rest)...), nil
+	default:
+		return nil, fmt.Errorf("resolving the tool list: built-in tools %.12s are not this build's (%.12s)", builtin, builtinDigest)
+	}
 }
