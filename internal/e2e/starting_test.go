@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/converter"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/devserver"
 )
 
 // startLiveWith is startLiveEnv with standard input.
@@ -96,4 +99,35 @@ func startedTask(t *testing.T, wid string) string {
 		t.Fatal(err)
 	}
 	return in.Task
+}
+
+// TestInterruptProcessGroup: `kill -INT -- -PGID` on `starter demo` that started its own dev
+// server (what a shell's Ctrl+C, `timeout -s INT` or a supervisor does) reaches the starter only:
+// the cancel reaches the session through the server, the running command is gone, the starter
+// exits 130 with a cancelled summary, and then stops the server it started.
+func TestInterruptProcessGroup(t *testing.T) {
+	addr := freeAddr(t)
+	_, uiPort, _ := net.SplitHostPort(freeAddr(t))
+	environ := env.StarterEnv(t, "KEEL_TEMPORAL_ADDRESS="+addr, "KEEL_DEV_UI_PORT="+uiPort)
+	l := startLiveCmd(t, environ, func(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} },
+		"demo", "--inject", "long_command", "-o", "jsonl")
+	ws := strings.TrimPrefix(l.waitEvent(3*time.Minute, "workspace", func(e contract.Event) bool {
+		return strings.HasPrefix(e.Text, "workspace: ")
+	}).Text, "workspace: ")
+	if !waitFor(60*time.Second, func() bool { return len(processesIn(ws, "sleep", "15")) == 1 }) {
+		t.Fatal("the sleep command never ran")
+	}
+	if err := syscall.Kill(-l.cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	r := l.finish()
+	if r.Code != 130 || r.Summary.Status != contract.StatusCancelled {
+		t.Fatalf("exit %d, summary %+v; want 130 and cancelled\nstderr: %s", r.Code, r.Summary, r.Stderr)
+	}
+	if n := len(processesIn(ws, "sleep", "15")); n != 0 {
+		t.Fatalf("sleep 15 outlived the cancel")
+	}
+	if !waitFor(10*time.Second, func() bool { return !devserver.Answering(addr) }) {
+		t.Fatalf("the dev server the starter started still answers on %s after the starter exited", addr)
+	}
 }

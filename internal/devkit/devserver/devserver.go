@@ -14,13 +14,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
 
 	"github.com/keelrun/keel/internal/contract"
 )
@@ -46,10 +46,16 @@ type Options struct {
 
 // Server is a running dev server process.
 type Server struct {
-	srv *testsuite.DevServer
+	cmd     *exec.Cmd
+	client  client.Client
+	address string
+	exited  chan struct{}
 }
 
-// Start finds (or installs) the CLI and starts a dev server, returning once it answers.
+// Start finds (or installs) the CLI and starts a dev server, returning once it answers. The server
+// runs in a process group of its own: a Ctrl+C or `kill -INT -- -PGID` meant for the starter must
+// reach the starter alone, which then cancels its session through this server and only stops the
+// server once the session has settled (Stop).
 func Start(ctx context.Context, opts Options) (*Server, error) {
 	bin, err := FindCLI(ctx, opts.Progress)
 	if err != nil {
@@ -68,39 +74,121 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if ns == "" {
 		ns = "default"
 	}
-	dso := testsuite.DevServerOptions{
-		ExistingPath: bin,
-		ClientOptions: &client.Options{
-			HostPort:  opts.Address,
-			Namespace: ns,
-			Logger:    quietLogger(),
-		},
-		DBFilename:       opts.DBFile,
-		LogLevel:         "error",
-		SearchAttributes: searchAttributes(),
-		ExtraArgs:        dynamicConfigArgs(),
-		Stdout:           out,
-		Stderr:           out,
+	address := opts.Address
+	if address == "" {
+		if address, err = freeAddress(); err != nil {
+			return nil, err
+		}
 	}
-	if opts.UIPort != 0 {
-		dso.EnableUI = true
-		dso.UIPort = strconv.Itoa(opts.UIPort)
-	}
-	srv, err := testsuite.StartDevServer(ctx, dso)
+	host, port, err := net.SplitHostPort(address)
 	if err != nil {
+		return nil, fmt.Errorf("dev server address %q: %w", address, err)
+	}
+	cmd := exec.Command(bin, serverArgs(opts, host, port, ns)...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = ownProcessGroup()
+	s := &Server{cmd: cmd, address: address, exited: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		// The kernel's parent-death signal follows the thread that started the child, so that
+		// thread is kept for the server's whole life.
+		runtime.LockOSThread()
+		err := cmd.Start()
+		started <- err
+		if err == nil {
+			_ = cmd.Wait()
+			close(s.exited)
+		}
+	}()
+	if err := <-started; err != nil {
 		return nil, fmt.Errorf("starting the temporal dev server: %w", err)
 	}
-	return &Server{srv: srv}, nil
+	c, err := s.waitReady(ctx, ns)
+	if err != nil {
+		_ = s.Stop()
+		return nil, fmt.Errorf("starting the temporal dev server: %w", err)
+	}
+	s.client = c
+	return s, nil
+}
+
+// serverArgs are the CLI's arguments for one dev server.
+func serverArgs(opts Options, host, port, namespace string) []string {
+	args := []string{"server", "start-dev", "--ip", host, "--port", port, "--namespace", namespace,
+		"--log-level", "error", "--dynamic-config-value", "frontend.enableServerVersionCheck=false"}
+	if opts.UIPort != 0 {
+		args = append(args, "--ui-port", strconv.Itoa(opts.UIPort))
+	} else {
+		args = append(args, "--headless")
+	}
+	if opts.DBFile != "" {
+		args = append(args, "--db-filename", opts.DBFile)
+	}
+	for sa := range searchAttributes().GetUntypedValues() {
+		args = append(args, "--search-attribute", sa.GetName()+"="+sa.GetValueType().String())
+	}
+	return append(args, dynamicConfigArgs()...)
+}
+
+// waitReady dials the server until it answers, the process exits, or ctx or a minute runs out.
+func (s *Server) waitReady(ctx context.Context, namespace string) (client.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		c, err := client.DialContext(ctx, client.Options{HostPort: s.address, Namespace: namespace, Logger: quietLogger()})
+		if err == nil {
+			return c, nil
+		}
+		select {
+		case <-s.exited:
+			return nil, fmt.Errorf("the server process exited: %v", s.cmd.ProcessState)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("the server did not answer on %s: %w", s.address, err)
+		case <-tick.C:
+		}
+	}
+}
+
+// freeAddress is a free loopback port.
+func freeAddress() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("finding a free port for the dev server: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
 }
 
 // Address is the frontend's host:port.
-func (s *Server) Address() string { return s.srv.FrontendHostPort() }
+func (s *Server) Address() string { return s.address }
 
 // Client is a client connected to the server's namespace.
-func (s *Server) Client() client.Client { return s.srv.Client() }
+func (s *Server) Client() client.Client { return s.client }
 
-// Stop ends the server process.
-func (s *Server) Stop() error { return s.srv.Stop() }
+// stopGrace is how long the server has to exit after SIGINT before it is killed.
+const stopGrace = 10 * time.Second
+
+// Stop ends the server process: SIGINT, then SIGKILL if it has not exited in time.
+func (s *Server) Stop() error {
+	if s.client != nil {
+		s.client.Close()
+	}
+	select {
+	case <-s.exited:
+		return nil
+	default:
+	}
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-s.exited:
+	case <-time.After(stopGrace):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+	return nil
+}
 
 // Answering reports whether something accepts TCP connections at address; the caller then talks
 // gRPC to it. Reusing a running server keeps a user's dev stack and Web UI history in one place.
