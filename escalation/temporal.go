@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -102,8 +103,17 @@ func (t TemporalAnswerer) Say(ctx context.Context, workflowID string, m contract
 	return res, nil
 }
 
-// Status asks the session where it is, without reading its history.
+// Status asks the session where it is. A session that has ended is read from its history, so no
+// worker needs to run to say how it ended.
 func (t TemporalAnswerer) Status(ctx context.Context, workflowID string) (contract.SessionStatus, error) {
+	if sum, ended, err := t.Ended(ctx, workflowID); err != nil {
+		return contract.SessionStatus{}, err
+	} else if ended {
+		return contract.SessionStatus{
+			Status: sum.Status, Turn: sum.Turns, Usage: sum.Usage, Events: sum.Events,
+			Counters: contract.Counters{ToolCalls: sum.ToolCalls, BlockedCalls: sum.BlockedCalls, GatewayCalls: sum.GatewayCalls, GatewayAttempts: sum.GatewayAttempts},
+		}, nil
+	}
 	v, err := t.Client.QueryWorkflow(ctx, workflowID, "", contract.QueryStatus)
 	if err != nil {
 		return contract.SessionStatus{}, fmt.Errorf("querying the status of %s: %w", workflowID, err)
@@ -123,4 +133,25 @@ func answerUpdateID(a contract.Answer) string {
 // approveUpdateID names a decision so that the same decision sent twice is one update.
 func approveUpdateID(d contract.ApprovalDecision) string {
 	return "approve/" + d.CallID + "/" + contract.Digest(fmt.Sprintf("%s\x00%t\x00%s", d.Digest, d.Approve, d.By))[:16]
+}
+
+// Ended reads how a session ended from its history, with no worker involved; ended is false while
+// it runs. A session terminated or timed out by Temporal has no summary and is an error naming that.
+func (t TemporalAnswerer) Ended(ctx context.Context, workflowID string) (sum contract.Summary, ended bool, err error) {
+	d, err := t.Client.DescribeWorkflowExecution(ctx, workflowID, "")
+	if err != nil {
+		return sum, false, fmt.Errorf("querying the status of %s: %w", workflowID, err)
+	}
+	status := d.GetWorkflowExecutionInfo().GetStatus()
+	if status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return sum, false, nil
+	}
+	err = t.Client.GetWorkflow(ctx, workflowID, "").Get(ctx, &sum)
+	if s, ok := contract.EndedSummary(err); ok {
+		return s, true, nil
+	}
+	if err != nil {
+		return sum, true, fmt.Errorf("session %s ended %s without a summary: %w", workflowID, status, err)
+	}
+	return sum, true, nil
 }

@@ -89,6 +89,7 @@ func (s *session) summary(ctx workflow.Context, status, answer string) contract.
 		GatewayAttempts: c.GatewayAttempts,
 		FallbackCalls:   c.FallbackCalls,
 		Tokens:          s.state.Usage.Total(),
+		Usage:           s.state.Usage,
 		Answer:          answer,
 	}
 }

@@ -328,6 +328,8 @@ func (s *session) continueAsNew(ctx workflow.Context) error {
 // the summary (contract.EndError). Sessions whose histories predate typed ends
 // (version DefaultVersion) complete with the summary as their result, as they did.
 func (s *session) finish(ctx workflow.Context, sum contract.Summary) (contract.Summary, error) {
+	sum.Transcript = &contract.Transcript{Head: s.state.Head, Pending: slices.Concat(s.state.Pending, s.state.Inbox)}
+	sum.Events = s.state.Events
 	s.status = sum.Status
 	s.upsertSearch(ctx)
 	s.setDetails(ctx, fmt.Sprintf("%s after %d turns", sum.Status, sum.Turns))

@@ -174,6 +174,7 @@ func (j *jsonPrinter) info(s string) {
 func (j *jsonPrinter) summary(s contract.Summary) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	s.Transcript, s.Events = nil, nil
 	_ = j.enc.Encode(struct {
 		Event string    `json:"event"`
 		Time  time.Time `json:"time"`

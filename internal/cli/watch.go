@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/app"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
@@ -32,6 +33,11 @@ func watchCmd(g *globals) *cobra.Command {
 			return withStore(g, cmd, func(ctx context.Context, cfg config.Config, c client.Client, st store.Store) error {
 				wid := args[0]
 				nameSession(p, wid)
+				if sum, ended, err := (escalation.TemporalAnswerer{Client: c}).Ended(ctx, wid); err != nil {
+					return err
+				} else if ended {
+					return showEnded(ctx, st, sum, p)
+				}
 				tr, err := readTranscript(ctx, c, st, wid)
 				if err != nil {
 					return err
@@ -124,8 +130,32 @@ func withStore(g *globals, cmd *cobra.Command, f func(ctx context.Context, cfg c
 	})
 }
 
-// readTranscript is a session's whole transcript: what the store holds, then what is pending.
+// showEnded prints an ended session from its history and the store: its transcript, its session
+// events and its summary. No worker needs to run.
+func showEnded(ctx context.Context, st store.Store, sum contract.Summary, p printer) error {
+	if sum.Transcript == nil {
+		return fmt.Errorf("session %s ended before its result carried its transcript; run a worker and watch it again", sum.WorkflowID)
+	}
+	msgs, err := loadTranscript(ctx, st, sum.WorkflowID, *sum.Transcript)
+	if err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		p.event(messageEvent(m))
+	}
+	for _, e := range sum.Events {
+		p.event(e)
+	}
+	p.summary(sum)
+	return exitFor(sum)
+}
+
+// readTranscript is a session's whole transcript: what the store holds, then what is pending. An
+// ended session's comes from its result, a running one's from a query.
 func readTranscript(ctx context.Context, c client.Client, st store.Store, wid string) ([]contract.Message, error) {
+	if sum, ended, err := (escalation.TemporalAnswerer{Client: c}).Ended(ctx, wid); err == nil && ended && sum.Transcript != nil {
+		return loadTranscript(ctx, st, wid, *sum.Transcript)
+	}
 	v, err := c.QueryWorkflow(ctx, wid, "", contract.QueryTranscript)
 	if err != nil {
 		return nil, fmt.Errorf("querying the transcript of %s: %w", wid, err)
@@ -134,6 +164,11 @@ func readTranscript(ctx context.Context, c client.Client, st store.Store, wid st
 	if err := v.Get(&tr); err != nil {
 		return nil, fmt.Errorf("decoding the transcript of %s: %w", wid, err)
 	}
+	return loadTranscript(ctx, st, wid, tr)
+}
+
+// loadTranscript reads a transcript's stored messages and appends the pending ones.
+func loadTranscript(ctx context.Context, st store.Store, wid string, tr contract.Transcript) ([]contract.Message, error) {
 	msgs, err := st.Load(ctx, tr.Head)
 	if err != nil {
 		return nil, fmt.Errorf("loading the transcript of %s from the store (is the starter using the workers' store?): %w", wid, err)

@@ -93,13 +93,20 @@ type Summary struct {
 	GatewayCalls    int    `json:"gateway_calls"`
 	GatewayAttempts int    `json:"gateway_attempts"`
 	// FallbackCalls counts model calls a fallback model answered (gateway.fallbacks).
-	FallbackCalls int    `json:"fallback_calls"`
-	Tokens        int64  `json:"tokens"`
-	Limit         string `json:"limit,omitempty"`
-	Reason        string `json:"reason,omitempty"`
-	Answer        string `json:"answer,omitempty"`
+	FallbackCalls int   `json:"fallback_calls"`
+	Tokens        int64 `json:"tokens"`
+	// Usage splits Tokens into input and output.
+	Usage  Usage  `json:"usage"`
+	Limit  string `json:"limit,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	Answer string `json:"answer,omitempty"`
 	// Class is the failure class when a failure was surfaced.
 	Class string `json:"class,omitempty"`
+	// Transcript and Events let `starter watch`, `fork` and Slack's status read an ended session
+	// from its history and the store, with no worker to answer a query. The starter does not print
+	// them in the summary line.
+	Transcript *Transcript `json:"transcript,omitempty"`
+	Events     []Event     `json:"events,omitempty"`
 }
 
 // SessionStatus answers the status query: enough for a terminal, the Slack bot or a dashboard to
