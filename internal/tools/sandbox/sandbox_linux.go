@@ -359,3 +359,24 @@ func explainStart(err error) error {
 	}
 	return fmt.Errorf("starting the sandbox: %w", err)
 }
+
+// Run runs args in a sandbox to the end, with output to out, and returns the init's report.
+func Run(cfg Config, workdir string, args, env []string, out io.Writer) (Report, error) {
+	c, err := Command(cfg, workdir, args, env)
+	if err != nil {
+		return Report{}, err
+	}
+	c.Exec.Stdout, c.Exec.Stderr = out, out
+	err = c.Exec.Start()
+	c.Started()
+	if err != nil {
+		c.reportR.Close()
+		return Report{}, explainStart(err)
+	}
+	_ = c.Exec.Wait()
+	rep, ok := c.Report()
+	if !ok {
+		return Report{}, errors.New("the sandbox's init ended without a report")
+	}
+	return rep, nil
+}

@@ -2,7 +2,10 @@
 
 package sandbox
 
-import "os/exec"
+import (
+	"io"
+	"os/exec"
+)
 
 // Cmd is a command prepared to run in a sandbox; there is none outside Linux.
 type Cmd struct {
@@ -26,3 +29,8 @@ func Available(cfg Config) error { return ErrUnsupported }
 
 // GoBin is empty outside Linux.
 func GoBin() string { return "" }
+
+// Run fails outside Linux.
+func Run(cfg Config, workdir string, args, env []string, out io.Writer) (Report, error) {
+	return Report{}, ErrUnsupported
+}

@@ -31,6 +31,7 @@ func TestConfinement(t *testing.T) {
 		{"shadow is unreadable", []string{"cat", "/etc/shadow"}, failed},
 		{"system paths are read-only", []string{"touch", "/etc/keel-x", "/usr/keel-x", "/keel-x"}, failed},
 		{"home is absent", []string{"ls", "/root"}, failed},
+		{"no user namespaces inside", []string{"unshare", "-U", "true"}, failed},
 		{"no capabilities", []string{"grep", "^Cap", "/proc/self/status"}, func(t *testing.T, out string, rep Report) {
 			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 				if !strings.HasSuffix(line, "0000000000000000") {
