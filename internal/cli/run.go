@@ -158,7 +158,7 @@ func gatewayCmd(g *globals) *cobra.Command {
 			if err := gw.Start(listen); err != nil {
 				return fmt.Errorf("starting the fake gateway on %s: %w", listen, err)
 			}
-			defer gw.Close()
+			defer func() { _ = gw.Close() }()
 			fmt.Fprintf(g.stdout, "keel: fake gateway on %s (OpenAI base URL %s/v1, Anthropic base URL %s)\n", gw.BaseURL(), gw.BaseURL(), gw.BaseURL())
 			<-ctx.Done()
 			return nil

@@ -40,7 +40,7 @@ func startSession(ctx context.Context, c client.Client, cfg config.Config, spec 
 	if err != nil {
 		return contract.Summary{}, err
 	}
-	defer sink.Close()
+	defer func() { _ = sink.Close() }()
 
 	in := sessionInput(cfg, spec)
 	in.Sinks = []string{sink.URL()}

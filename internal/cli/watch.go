@@ -49,7 +49,7 @@ func watchCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				defer sink.Close()
+				defer func() { _ = sink.Close() }()
 				if err := c.SignalWorkflow(ctx, wid, "", contract.SignalAttachSink, contract.AttachSink{URL: sink.URL()}); err != nil {
 					p.info("the session is not running; its transcript is above")
 				}

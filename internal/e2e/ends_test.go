@@ -35,10 +35,11 @@ func requireTemporalEnd(t *testing.T, sum contract.Summary) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d, err := env.Client().DescribeWorkflowExecution(ctx, sum.WorkflowID, sum.RunID)
+	desc, err := env.Client().DescribeWorkflow(ctx, sum.WorkflowID, sum.RunID)
 	if err != nil {
 		t.Fatalf("describing %s: %v", sum.WorkflowID, err)
 	}
+	d := desc.RawResponse
 	if got := d.GetWorkflowExecutionInfo().GetStatus(); got != want.status {
 		t.Fatalf("Temporal shows %s as %s, want %s for a %s session", sum.WorkflowID, got, want.status, sum.Status)
 	}

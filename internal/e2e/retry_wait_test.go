@@ -106,10 +106,11 @@ func TestCancelDuringRetryWait(t *testing.T) {
 		t.Errorf("the session ended %s after the cancel: it waited out the %s backoff", took, due)
 	}
 	// The turn is closed with no activity pending, so no attempt is left to reach the gateway.
-	d, err := env.Client().DescribeWorkflowExecution(context.Background(), contract.TurnWorkflowID(wid, retry.Turn), "")
+	desc, err := env.Client().DescribeWorkflow(context.Background(), contract.TurnWorkflowID(wid, retry.Turn), "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	d := desc.RawResponse
 	if d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || len(d.GetPendingActivities()) > 0 {
 		t.Errorf("turn %d is %v with %d pending activities after the cancel, want closed with none", retry.Turn, d.GetWorkflowExecutionInfo().GetStatus(), len(d.GetPendingActivities()))
 	}

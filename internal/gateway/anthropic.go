@@ -44,7 +44,7 @@ func (p *anthropicProvider) Stream(ctx context.Context, req Request, onDelta fun
 	x := &exchange{}
 	opts := []option.RequestOption{option.WithMiddleware(x.middleware)}
 	stream := p.messages.NewStreaming(ctx, params, opts...)
-	defer stream.Close()
+	defer func() { _ = stream.Close() }()
 	if x.streaming() && x.mediaType != "text/event-stream" {
 		return Response{}, &SchemaError{Provider: ProviderAnthropic, Detail: fmt.Sprintf("content type %q instead of an event stream", x.mediaType)}
 	}

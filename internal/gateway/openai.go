@@ -43,7 +43,7 @@ func (p *openaiProvider) Stream(ctx context.Context, req Request, onDelta func(s
 	x := &exchange{watchDone: true}
 	opts := []option.RequestOption{option.WithMiddleware(x.middleware)}
 	stream := p.chat.NewStreaming(ctx, params, opts...)
-	defer stream.Close()
+	defer func() { _ = stream.Close() }()
 	if x.streaming() && x.mediaType != "text/event-stream" {
 		return Response{}, &SchemaError{Provider: ProviderOpenAI, Detail: fmt.Sprintf("content type %q instead of an event stream", x.mediaType)}
 	}

@@ -54,11 +54,11 @@ func Runs(ctx context.Context, c client.Client, id string) ([]Run, error) {
 			return nil, fmt.Errorf("run %s of %s has no events", runID, id)
 		}
 		if runID == "" {
-			d, err := c.DescribeWorkflowExecution(ctx, id, "")
+			d, err := c.DescribeWorkflow(ctx, id, "")
 			if err != nil {
 				return nil, fmt.Errorf("describing %s: %w", id, err)
 			}
-			runID = d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+			runID = d.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId()
 		}
 		runs = append([]Run{{RunID: runID, Events: evs}}, runs...)
 		prev := evs[0].GetWorkflowExecutionStartedEventAttributes().GetContinuedExecutionRunId()

@@ -3,10 +3,10 @@ package fakegw
 // faultKind says how a response goes wrong.
 type faultKind int
 
+// The zero faultKind is a normal reply.
 const (
-	faultNone faultKind = iota
 	// faultHTTP answers with an error status and a provider-shaped error body.
-	faultHTTP
+	faultHTTP faultKind = iota + 1
 	// faultHangUp closes the connection before writing a byte.
 	faultHangUp
 	// faultTruncatedStart sends 200 and the SSE headers, then closes.
