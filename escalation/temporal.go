@@ -138,11 +138,11 @@ func approveUpdateID(d contract.ApprovalDecision) string {
 // Ended reads how a session ended from its history, with no worker involved; ended is false while
 // it runs. A session terminated or timed out by Temporal has no summary and is an error naming that.
 func (t TemporalAnswerer) Ended(ctx context.Context, workflowID string) (sum contract.Summary, ended bool, err error) {
-	d, err := t.Client.DescribeWorkflowExecution(ctx, workflowID, "")
+	d, err := t.Client.DescribeWorkflow(ctx, workflowID, "")
 	if err != nil {
 		return sum, false, fmt.Errorf("querying the status of %s: %w", workflowID, err)
 	}
-	status := d.GetWorkflowExecutionInfo().GetStatus()
+	status := d.RawResponse.GetWorkflowExecutionInfo().GetStatus()
 	if status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return sum, false, nil
 	}
