@@ -105,7 +105,7 @@ func (a *Activities) stream(ctx context.Context, req contract.ModelRequest, rout
 	stop := keepBeating(ctx, stream.details)
 	defer stop()
 	return route.Provider.Stream(ctx, gateway.Request{
-		Model: model, Messages: msgs, Tools: req.Tools, Strict: req.Strict,
+		Model: model, Messages: msgs, Tools: req.Tools, Strict: req.Strict, CacheKey: req.SessionID,
 	}, func(text string) {
 		n := stream.add(text)
 		activity.RecordHeartbeat(ctx, stream.details())

@@ -88,6 +88,7 @@ func (s *session) summary(ctx workflow.Context, status, answer string) contract.
 		GatewayCalls:    c.GatewayCalls,
 		GatewayAttempts: c.GatewayAttempts,
 		FallbackCalls:   c.FallbackCalls,
+		CachedTokens:    s.state.Usage.CachedTokens,
 		Tokens:          s.state.Usage.Total(),
 		Usage:           s.state.Usage,
 		Answer:          answer,

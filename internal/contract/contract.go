@@ -105,9 +105,14 @@ type ToolSpec struct {
 }
 
 // Usage counts tokens as the provider reported them. Tokens are counted, never priced.
+// InputTokens are all input tokens, cached or not; CachedTokens are those read from the provider's
+// prompt cache (billed at a fraction of the input price) and CacheWriteTokens those written to it
+// (Anthropic bills these above the input price).
 type Usage struct {
-	InputTokens  int64 `json:"input_tokens"`
-	OutputTokens int64 `json:"output_tokens"`
+	InputTokens      int64 `json:"input_tokens"`
+	OutputTokens     int64 `json:"output_tokens"`
+	CachedTokens     int64 `json:"cached_tokens,omitempty"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
 }
 
 // Total is input plus output tokens, the figure the token limit is checked against.
@@ -115,7 +120,10 @@ func (u Usage) Total() int64 { return u.InputTokens + u.OutputTokens }
 
 // Add returns the sum of two usages.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens}
+	return Usage{
+		InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens,
+		CachedTokens: u.CachedTokens + o.CachedTokens, CacheWriteTokens: u.CacheWriteTokens + o.CacheWriteTokens,
+	}
 }
 
 // Limits are the hard limits of one session. A zero value means "no limit" for that dimension.

@@ -95,6 +95,8 @@ type Summary struct {
 	// FallbackCalls counts model calls a fallback model answered (gateway.fallbacks).
 	FallbackCalls int   `json:"fallback_calls"`
 	Tokens        int64 `json:"tokens"`
+	// CachedTokens are the input tokens read from the provider's prompt cache, part of Tokens.
+	CachedTokens int64 `json:"cached_tokens"`
 	// Usage splits Tokens into input and output.
 	Usage  Usage  `json:"usage"`
 	Limit  string `json:"limit,omitempty"`

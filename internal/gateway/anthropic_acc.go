@@ -35,8 +35,10 @@ func (a *messageAccumulator) add(ev anthropic.MessageStreamEventUnion, onDelta f
 		a.started = true
 		u := ev.Message.Usage
 		a.usage = contract.Usage{
-			InputTokens:  u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
-			OutputTokens: u.OutputTokens,
+			InputTokens:      u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
+			OutputTokens:     u.OutputTokens,
+			CachedTokens:     u.CacheReadInputTokens,
+			CacheWriteTokens: u.CacheCreationInputTokens,
 		}
 		return nil
 	case "":
@@ -109,6 +111,7 @@ func (a *messageAccumulator) messageDelta(ev anthropic.MessageStreamEventUnion) 
 	a.usage.OutputTokens = u.OutputTokens
 	if u.JSON.InputTokens.Valid() {
 		a.usage.InputTokens = u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+		a.usage.CachedTokens, a.usage.CacheWriteTokens = u.CacheReadInputTokens, u.CacheCreationInputTokens
 	}
 }
 

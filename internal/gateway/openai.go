@@ -80,5 +80,10 @@ func (p *openaiProvider) params(req Request) (openai.ChatCompletionNewParams, er
 	if p.cfg.MaxTokens > 0 {
 		params.MaxCompletionTokens = openai.Int(p.cfg.MaxTokens)
 	}
+	if req.CacheKey != "" && !p.cfg.NoPromptCache {
+		// OpenAI caches prompt prefixes on its own; the key keeps one session's requests on the
+		// same cache, so each reads the transcript the previous one sent.
+		params.PromptCacheKey = openai.String(req.CacheKey)
+	}
 	return params, nil
 }

@@ -36,7 +36,10 @@ func (a *chatAccumulator) add(c openai.ChatCompletionChunk, onDelta func(string)
 		return schemaErr(ProviderOpenAI, "usage is not an object")
 	}
 	if c.JSON.Usage.Valid() {
-		a.usage = contract.Usage{InputTokens: c.Usage.PromptTokens, OutputTokens: c.Usage.CompletionTokens}
+		a.usage = contract.Usage{
+			InputTokens: c.Usage.PromptTokens, OutputTokens: c.Usage.CompletionTokens,
+			CachedTokens: c.Usage.PromptTokensDetails.CachedTokens,
+		}
 	}
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {

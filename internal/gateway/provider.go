@@ -27,6 +27,9 @@ type Request struct {
 	Tools []contract.ToolSpec
 	// Strict appends contract.StrictInstruction, because the previous reply did not parse.
 	Strict bool
+	// CacheKey groups the requests of one session for the provider's prompt cache (OpenAI's
+	// prompt_cache_key); empty sends none.
+	CacheKey string
 }
 
 // Response is one complete model reply.
@@ -61,6 +64,9 @@ type Config struct {
 	MaxTokens int64
 	// HTTPClient carries the requests; nil means a fresh client on http.DefaultTransport.
 	HTTPClient *http.Client
+	// NoPromptCache leaves out the prompt-cache hints (Anthropic cache_control breakpoints, OpenAI
+	// prompt_cache_key): for a gateway that refuses them, and for measuring what they save.
+	NoPromptCache bool
 }
 
 // New builds the provider client that cfg names. The SDKs' own retries are switched off, so

@@ -30,7 +30,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, wf wire, t trans
 	if mode == ModePrimaryDown && t.Model != FallbackModel {
 		f = fault{Kind: faultHTTP, Name: mode, Status: 503, Error: serverErrorBody}
 	}
-	p := s.plan(mode, t, rec.Hash, len(body), f)
+	p := s.plan(mode, t, rec.Hash, len(body)-markerBytes(body), f)
+	if f.Kind == faultNone || f.Kind == faultSlow {
+		p.Cache = s.cache.account(wf.name(), body, p.InputTokens)
+	}
 	s.log.Info("fake gateway request", "format", wf.name(), "mode", mode, "attempt", attempt,
 		"first", rec.First, "strict", rec.Strict, "fault", f.Name, "tools", callNames(p.Reply.Calls))
 

@@ -24,7 +24,10 @@ func (r reply) stopReason() string {
 }
 
 func (p plan) anUsage(output int) map[string]int {
-	return map[string]int{"input_tokens": p.InputTokens, "output_tokens": output}
+	return map[string]int{
+		"input_tokens": p.InputTokens - p.Cache.Read - p.Cache.Write, "output_tokens": output,
+		"cache_read_input_tokens": p.Cache.Read, "cache_creation_input_tokens": p.Cache.Write,
+	}
 }
 
 // streamReply writes message_start, a ping, a text block, one tool_use block per call (its input

@@ -48,13 +48,18 @@ type oaFunction struct {
 }
 
 type oaUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
 }
 
 func (p plan) oaUsage() *oaUsage {
-	return &oaUsage{PromptTokens: p.InputTokens, CompletionTokens: p.OutputTokens, TotalTokens: p.InputTokens + p.OutputTokens}
+	u := &oaUsage{PromptTokens: p.InputTokens, CompletionTokens: p.OutputTokens, TotalTokens: p.InputTokens + p.OutputTokens}
+	u.PromptTokensDetails.CachedTokens = p.Cache.Read
+	return u
 }
 
 // finishReason is the chat completions finish_reason of a reply.

@@ -36,6 +36,8 @@ type plan struct {
 	IncludeUsage bool
 	InputTokens  int
 	OutputTokens int
+	// Cache is the prompt cache's part in InputTokens.
+	Cache cacheUse
 }
 
 // piece is one text delta and the extra pause before it.

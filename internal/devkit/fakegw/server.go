@@ -35,6 +35,7 @@ type Server struct {
 	opts  Options
 	log   *slog.Logger
 	stats *stats
+	cache *promptCache
 	mux   *http.ServeMux
 
 	mu       sync.Mutex
@@ -54,7 +55,7 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, log: log, stats: newStats(), mux: http.NewServeMux()}
+	s := &Server{opts: opts, log: log, stats: newStats(), cache: newPromptCache(), mux: http.NewServeMux()}
 	s.mux.HandleFunc("POST /v1/chat/completions", s.handle(openAI{}))
 	s.mux.HandleFunc("POST /chat/completions", s.handle(openAI{}))
 	s.mux.HandleFunc("POST /v1/messages", s.handle(anthropic{}))
