@@ -31,7 +31,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, wf wire, t trans
 		f = fault{Kind: faultHTTP, Name: mode, Status: 503, Error: serverErrorBody}
 	}
 	p := s.plan(mode, t, rec.Hash, len(body)-markerBytes(body), f)
-	if f.Kind == faultNone || f.Kind == faultSlow {
+	if f.Kind == 0 || f.Kind == faultSlow {
 		p.Cache = s.cache.account(wf.name(), body, p.InputTokens)
 	}
 	s.log.Info("fake gateway request", "format", wf.name(), "mode", mode, "attempt", attempt,
