@@ -24,6 +24,7 @@ func (b *Box) runSandboxed(ctx context.Context, root string, words []string, tim
 	run, err := startLocked(sc.Exec, b.outputSink(out))
 	sc.Started()
 	if err != nil {
+		sc.Report() // releases the report pipe; there is nothing in it
 		return refused("The command could not be started because the system refused to create its sandbox; nothing was run and nothing changed. " +
 			"Retry as is; if it fails again, conclude and report that commands cannot run.")
 	}
