@@ -32,7 +32,7 @@ type GitHubNotifier struct {
 }
 
 // Name identifies the channel in logs and in EscalationPolicy.Channels.
-func (g *GitHubNotifier) Name() string { return "github" }
+func (g *GitHubNotifier) Name() string { return contract.ChannelGitHub }
 
 // GitHubMarker is the hidden marker that makes the comment findable by escalation ID.
 func GitHubMarker(id string) string { return "<!-- keel-escalation:" + id + " -->" }

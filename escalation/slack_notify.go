@@ -31,7 +31,7 @@ type SlackNotifier struct {
 }
 
 // Name identifies the channel in logs and in EscalationPolicy.Channels.
-func (s *SlackNotifier) Name() string { return "slack" }
+func (s *SlackNotifier) Name() string { return contract.ChannelSlack }
 
 // Notify posts the notice once per escalation ID.
 func (s *SlackNotifier) Notify(ctx context.Context, e contract.Escalation) error {

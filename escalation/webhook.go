@@ -42,7 +42,7 @@ type WebhookNotifier struct {
 }
 
 // Name identifies the channel in logs and in EscalationPolicy.Channels.
-func (w *WebhookNotifier) Name() string { return "webhook" }
+func (w *WebhookNotifier) Name() string { return contract.ChannelWebhook }
 
 // Notify posts the escalation once; a non-2xx answer is an error so the activity retries.
 func (w *WebhookNotifier) Notify(ctx context.Context, e contract.Escalation) error {

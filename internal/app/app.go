@@ -211,15 +211,15 @@ func Notifiers(cfg config.Config) map[string]escalation.Notifier {
 	e := cfg.Escalation
 	for _, ch := range e.Channels {
 		switch ch {
-		case "slack":
+		case contract.ChannelSlack:
 			var opts []slack.Option
 			if e.Slack.APIURL != "" {
 				opts = append(opts, slack.OptionAPIURL(e.Slack.APIURL))
 			}
 			out[ch] = &escalation.SlackNotifier{API: slack.New(e.Slack.BotToken, opts...), Channel: e.Slack.Channel}
-		case "github":
+		case contract.ChannelGitHub:
 			out[ch] = &escalation.GitHubNotifier{BaseURL: e.GitHub.BaseURL, Token: e.GitHub.Token, Repo: e.GitHub.Repo, PR: e.GitHub.PR, HTTPClient: http.DefaultClient}
-		case "webhook":
+		case contract.ChannelWebhook:
 			out[ch] = &escalation.WebhookNotifier{URL: e.Webhook.URL, Secret: e.Webhook.Secret, HTTPClient: http.DefaultClient}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/devserver"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
 )
@@ -69,7 +70,7 @@ func (s *Stack) GatewayURL(provider string) string {
 
 // FakeGatewayURL is the base URL for provider's client: OpenAI clients include /v1.
 func FakeGatewayURL(gw *fakegw.Server, provider string) string {
-	if provider == "anthropic" {
+	if provider == contract.ProviderAnthropic {
 		return gw.BaseURL()
 	}
 	return gw.BaseURL() + "/v1"

@@ -161,7 +161,7 @@ var defaults = map[string]any{
 	"temporal.turns_per_run":          0,
 	"dev.state_dir":                   ".keel",
 	"dev.ui_port":                     8233,
-	"gateway.provider":                "openai",
+	"gateway.provider":                contract.ProviderOpenAI,
 	"gateway.base_url":                "",
 	"gateway.api_key":                 "",
 	"gateway.model":                   "gpt-4o-mini",

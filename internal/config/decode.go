@@ -98,8 +98,8 @@ func (d *decoder) fallbacks(fake bool) []Fallback {
 		f.APIKey = os.Getenv(f.APIKeyEnv)
 		var msg string
 		switch {
-		case f.Provider != "openai" && f.Provider != "anthropic":
-			msg = fmt.Sprintf("provider %q is not one of openai, anthropic", f.Provider)
+		case f.Provider != contract.ProviderOpenAI && f.Provider != contract.ProviderAnthropic:
+			msg = fmt.Sprintf("provider %q is not one of %s, %s", f.Provider, contract.ProviderOpenAI, contract.ProviderAnthropic)
 		case strings.TrimSpace(f.Model) == "":
 			msg = "model is empty"
 		case fake:
@@ -132,7 +132,7 @@ func decode(v *viper.Viper) (Config, error) {
 		c.Temporal.UIURL = defaultUIURL(c.Temporal.Address, c.Dev.UIPort)
 	}
 	c.Gateway = Gateway{
-		Provider: d.oneOf("gateway.provider", "openai", "anthropic"),
+		Provider: d.oneOf("gateway.provider", contract.ProviderOpenAI, contract.ProviderAnthropic),
 		BaseURL:  v.GetString("gateway.base_url"),
 		APIKey:   v.GetString("gateway.api_key"),
 		Model:    v.GetString("gateway.model"),
@@ -228,17 +228,17 @@ func (c Config) checkChannel(ch string) error {
 		return nil
 	}
 	switch ch {
-	case "slack":
+	case contract.ChannelSlack:
 		if err := need("escalation.slack.bot_token", c.Escalation.Slack.BotToken); err != nil {
 			return err
 		}
 		return need("escalation.slack.channel", c.Escalation.Slack.Channel)
-	case "github":
+	case contract.ChannelGitHub:
 		if err := need("escalation.github.token", c.Escalation.GitHub.Token); err != nil {
 			return err
 		}
 		return need("escalation.github.repo", c.Escalation.GitHub.Repo)
-	case "webhook":
+	case contract.ChannelWebhook:
 		if err := need("escalation.webhook.url", c.Escalation.Webhook.URL); err != nil {
 			return err
 		}

@@ -10,8 +10,8 @@ import (
 
 // Provider names accepted by New.
 const (
-	ProviderOpenAI    = "openai"
-	ProviderAnthropic = "anthropic"
+	ProviderOpenAI    = contract.ProviderOpenAI
+	ProviderAnthropic = contract.ProviderAnthropic
 )
 
 // DefaultMaxTokens bounds a reply when Config.MaxTokens is zero. Anthropic requires a bound on
