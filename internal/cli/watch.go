@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -68,17 +70,20 @@ func watchCmd(g *globals) *cobra.Command {
 }
 
 func forkCmd(g *globals) *cobra.Command {
-	var output string
+	var output, workdir string
 	var turn int
 	var edits []string
 	cmd := &cobra.Command{
-		Use:   "fork WORKFLOW_ID --turn N [--edit CALL_ID=TEXT]",
+		Use:   "fork WORKFLOW_ID --turn N [--edit CALL_ID=TEXT] [--workdir DIR]",
 		Short: "Start a new session from the first N turns of another, re-running none of their tools",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := newPrinter(output, g.stdout)
 			if err != nil {
 				return err
+			}
+			if !cmd.Flags().Changed("turn") {
+				return usageErr("--turn N is required: the fork keeps the first N turns (0 keeps only the task)")
 			}
 			if turn < 0 {
 				return usageErr("--turn must be 0 or more")
@@ -103,7 +108,10 @@ func forkCmd(g *globals) *cobra.Command {
 				in.Carry = &contract.SessionState{Head: head, Turns: turn, StartedAt: time.Now()}
 				wid := newWorkflowID("fork")
 				nameSession(p, wid)
-				p.info(fmt.Sprintf("forked %s at turn %d as %s", args[0], turn, wid))
+				if in.Workdir, err = forkWorkdir(in.Workdir, workdir, wid); err != nil {
+					return err
+				}
+				p.info(fmt.Sprintf("forked %s at turn %d as %s; work directory %s", args[0], turn, wid, in.Workdir))
 				sum, err := startSession(ctx, c, cfg, sessionSpec{workflowID: wid, task: "fork: " + in.Task, output: output, input: &in}, p)
 				if err != nil {
 					return err
@@ -113,7 +121,8 @@ func forkCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().IntVar(&turn, "turn", 0, "keep the transcript up to the end of this turn")
+	cmd.Flags().IntVar(&turn, "turn", 0, "keep the transcript up to the end of this turn (required)")
+	cmd.Flags().StringVar(&workdir, "workdir", "", "the fork's work directory, as the workers see it (default: a copy of the original's next to it)")
 	cmd.Flags().StringArrayVar(&edits, "edit", nil, "replace the result of one tool call in the copy: CALL_ID=TEXT")
 	outputFlag(cmd, &output)
 	return cmd
@@ -251,4 +260,21 @@ func exitFor(sum contract.Summary) error {
 		return &exitError{code: code}
 	}
 	return nil
+}
+
+// forkWorkdir gives a fork a work directory of its own, so it never changes the files of the session
+// it came from: the one named with --workdir, or a copy of the original's next to it. A work
+// directory that lives only on the workers cannot be copied from here: name one with --workdir.
+func forkWorkdir(original, given, wid string) (string, error) {
+	if given != "" {
+		return given, nil
+	}
+	if st, err := os.Stat(original); err != nil || !st.IsDir() {
+		return "", usageErr("the work directory %q of the original session is not on this machine to copy; give the fork one with --workdir DIR", original)
+	}
+	dst := strings.TrimRight(original, string(filepath.Separator)) + "-" + wid
+	if err := os.CopyFS(dst, os.DirFS(original)); err != nil {
+		return "", fmt.Errorf("copying the work directory %s for the fork to %s: %w", original, dst, err)
+	}
+	return dst, nil
 }

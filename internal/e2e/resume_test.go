@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -60,10 +62,22 @@ func TestWatchForkAttemptsJobs(t *testing.T) {
 		t.Fatalf("watch showed %d transcript messages and %d live events (first call %q)", replayed, live, firstCall)
 	}
 
+	noTurn := exec.Command(starter, "fork", wid)
+	noTurn.Env = shared
+	if out, err := noTurn.CombinedOutput(); noTurn.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "--turn") {
+		t.Fatalf("fork without --turn: %v, want exit 2 naming --turn\n%s", err, out)
+	}
 	fork := startLiveEnv(t, shared, "fork", wid, "--turn", "2", "--edit", firstCall+"=README.md calc.go calc_test.go go.mod", "--output", "jsonl")
 	fr := fork.finish()
 	if fr.Code != 0 || fr.Summary.Status != contract.StatusCompleted || fr.Summary.Turns <= 2 {
 		t.Fatalf("fork: exit %d, summary %+v\n%s", fr.Code, fr.Summary, fr.Stderr)
+	}
+	original, forked := startedInputOf(t, wid).Workdir, startedInputOf(t, fr.Summary.WorkflowID).Workdir
+	if forked == original {
+		t.Fatalf("the fork ran in the original's work directory %s", original)
+	}
+	if _, err := os.Stat(filepath.Join(forked, "calc.go")); err != nil {
+		t.Fatalf("the fork's work directory is not a copy of the original's: %v", err)
 	}
 	for _, e := range fr.Events {
 		if e.Event == contract.EventToolCall && e.Turn <= 2 {

@@ -87,6 +87,12 @@ func TestRunRefusesEmptyTask(t *testing.T) {
 // startedTask reads the task a session was started with from its history.
 func startedTask(t *testing.T, wid string) string {
 	t.Helper()
+	return startedInputOf(t, wid).Task
+}
+
+// startedInputOf reads the input a session was started with from its history.
+func startedInputOf(t *testing.T, wid string) contract.SessionInput {
+	t.Helper()
 	var in contract.SessionInput
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -98,7 +104,7 @@ func startedTask(t *testing.T, wid string) string {
 	if err := converter.GetDefaultDataConverter().FromPayloads(ev.GetWorkflowExecutionStartedEventAttributes().GetInput(), &in); err != nil {
 		t.Fatal(err)
 	}
-	return in.Task
+	return in
 }
 
 // TestInterruptProcessGroup: `kill -INT -- -PGID` on `starter demo` that started its own dev

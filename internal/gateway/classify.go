@@ -4,9 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/openai/openai-go/v3"
 
 	"github.com/keelrun/keel/internal/contract"
 )
@@ -115,16 +121,71 @@ func classify(err error, deltas int) Diagnosis {
 	case errors.As(err, &schema):
 		return retry(contract.ClassSchema, msgSchema, 0)
 	}
+	host := hostOf(err)
 	if f, ok := apiFailureOf(err); ok {
-		return classifyAPI(f)
+		return withHost(classifyAPI(f), host, f.status)
 	}
 	if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
-		return retry(contract.ClassTransport, msgTimeout, 0)
+		return retry(contract.ClassTransport, at(msgTimeout, host), 0)
 	}
-	if isNetwork(err) {
-		return retry(contract.ClassTransport, msgNetwork, 0)
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &dns) && dns.IsNotFound:
+		return retry(contract.ClassTransport, fmt.Sprintf("cannot resolve the gateway host %s: check gateway.base_url", orName(host, dns.Name)), 0)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return retry(contract.ClassTransport, fmt.Sprintf("nothing answers at %s (connection refused): check gateway.base_url and that the gateway runs", orName(host, "the gateway")), 0)
+	case isNetwork(err):
+		return retry(contract.ClassTransport, at(msgNetwork, host), 0)
 	}
-	return unknown("unrecognised gateway failure: " + err.Error())
+	return unknown(at("unrecognised gateway failure", host) + ": " + err.Error())
+}
+
+// hostOf names the host a failed request went to, when the error says.
+func hostOf(err error) string {
+	var (
+		ue *url.Error
+		oe *openai.Error
+		ae *anthropic.Error
+	)
+	switch {
+	case errors.As(err, &oe) && oe.Request != nil && oe.Request.URL != nil:
+		return oe.Request.URL.Host
+	case errors.As(err, &ae) && ae.Request != nil && ae.Request.URL != nil:
+		return ae.Request.URL.Host
+	case errors.As(err, &ue):
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			return u.Host
+		}
+	}
+	return ""
+}
+
+// at adds the host to a message, when it is known.
+func at(msg, host string) string {
+	if host == "" {
+		return msg
+	}
+	return msg + " (gateway " + host + ")"
+}
+
+func orName(host, name string) string {
+	if host != "" {
+		return host
+	}
+	return name
+}
+
+// withHost names the gateway host in a diagnosis of a status the gateway answered, with the likely
+// fix for the statuses a wrong configuration causes.
+func withHost(d Diagnosis, host string, status int) Diagnosis {
+	d.Message = at(d.Message, host)
+	switch status {
+	case http.StatusNotFound:
+		d.Message += ": the base URL or the model name is likely wrong (check gateway.base_url and gateway.model)"
+	case http.StatusUnauthorized, http.StatusForbidden:
+		d.Message += ": the gateway refused the credentials (check gateway.api_key)"
+	}
+	return d
 }
 
 // classifyAPI sorts an error the gateway itself reported, by status and error type.
