@@ -39,12 +39,12 @@ func runCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			abs, err := filepath.Abs(workdir)
+			abs, onWorkers, err := resolveWorkdir(workdir, dev)
 			if err != nil {
-				return usageErr("--workdir %q: %v", workdir, err)
+				return err
 			}
-			if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-				return usageErr("--workdir %q is not a directory", workdir)
+			if onWorkers {
+				p.info(fmt.Sprintf("work directory %s is not on this machine: it is taken as a path on the workers, which must have it", abs))
 			}
 			ctx := cmd.Context()
 			if dev {
@@ -80,7 +80,7 @@ func runCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&job.Path, "path", "", "job key: path in the repository")
 	cmd.Flags().StringVar(&job.PromptVersion, "prompt-version", "v1", "job key: prompt version")
 	cmd.Flags().BoolVar(&dev, "dev", false, "bring up a local dev server and an in-process worker if none is running")
-	cmd.Flags().StringVar(&workdir, "workdir", ".", "the work directory the tools are confined to")
+	cmd.Flags().StringVar(&workdir, "workdir", ".", "the work directory the tools are confined to, as the workers see it (an absolute path that is not on this machine is taken as one on the workers)")
 	cmd.Flags().StringVar(&taskFile, "task-file", "", "read the task from FILE (- for standard input) instead of the argument; one argument is capped at 128 KiB")
 	outputFlag(cmd, &output)
 	addLimitFlags(cmd)
@@ -196,4 +196,30 @@ func readTask(args []string, taskFile string, stdin io.Reader) (string, error) {
 		return "", usageErr("the task is empty: say what the session should do")
 	}
 	return task, nil
+}
+
+// resolveWorkdir is the session's work directory as the workers see it. A relative path is resolved
+// here and must be a directory here; an absolute path that is not on this machine is a path on the
+// workers (a shared volume such as /workspace), except with --dev, whose worker runs here.
+func resolveWorkdir(dir string, localWorker bool) (abs string, onWorkers bool, err error) {
+	if filepath.IsAbs(dir) {
+		st, statErr := os.Stat(dir)
+		switch {
+		case statErr == nil && st.IsDir():
+			return filepath.Clean(dir), false, nil
+		case statErr == nil:
+			return "", false, usageErr("--workdir %q is a file, not a directory", dir)
+		case localWorker:
+			return "", false, usageErr("--workdir %q is not a directory, and the --dev worker runs on this machine", dir)
+		}
+		return filepath.Clean(dir), true, nil
+	}
+	abs, err = filepath.Abs(dir)
+	if err != nil {
+		return "", false, usageErr("--workdir %q: %v", dir, err)
+	}
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		return "", false, usageErr("--workdir %q is not a directory here; give an absolute path for a directory that lives on the workers", dir)
+	}
+	return abs, false, nil
 }

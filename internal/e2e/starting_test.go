@@ -31,7 +31,9 @@ func TestRunWithoutWorker(t *testing.T) {
 	environ := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true")
 	queue := envValue(environ, "KEEL_TEMPORAL_TASK_QUEUE")
 	task := "a task read from standard input\nwith a second line"
-	l := startLiveWith(t, environ, strings.NewReader(task), "run", "--workdir", t.TempDir(), "--task-file", "-", "-o", "jsonl")
+	// The work directory lives on the workers only (as a deployment's shared volume does).
+	const remote = "/keel-e2e-workspace-on-the-workers"
+	l := startLiveWith(t, environ, strings.NewReader(task), "run", "--workdir", remote, "--task-file", "-", "-o", "jsonl")
 	wid := l.workflowID()
 	t.Cleanup(func() { _ = env.Client().TerminateWorkflow(context.Background(), wid, "", "test cleanup") })
 	started := time.Now()
@@ -44,9 +46,12 @@ func TestRunWithoutWorker(t *testing.T) {
 			t.Fatalf("the warning does not name %q: %s", want, warn.Text)
 		}
 	}
-	if in := startedTask(t, wid); in != task {
-		t.Fatalf("the session's task is %q, want the text from standard input", in)
+	if in := startedInputOf(t, wid); in.Task != task || in.Workdir != remote {
+		t.Fatalf("the session started with task %q in %q, want the text from standard input in %s", in.Task, in.Workdir, remote)
 	}
+	l.waitEvent(30*time.Second, "work directory notice", func(e contract.Event) bool {
+		return e.Event == contract.EventNotice && strings.Contains(e.Text, remote) && strings.Contains(e.Text, "on the workers")
+	})
 
 	if err := l.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
@@ -82,12 +87,6 @@ func TestRunRefusesEmptyTask(t *testing.T) {
 			t.Fatalf("starter %q: %v, want exit 2 naming the empty task\n%s", args, err, out)
 		}
 	}
-}
-
-// startedTask reads the task a session was started with from its history.
-func startedTask(t *testing.T, wid string) string {
-	t.Helper()
-	return startedInputOf(t, wid).Task
 }
 
 // startedInputOf reads the input a session was started with from its history.
