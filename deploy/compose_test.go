@@ -67,9 +67,9 @@ func TestComposeServices(t *testing.T) {
 		ports       []string // "published:target"
 	}{
 		{name: "postgresql", image: "postgres:16"},
-		{name: "temporal-setup", imagePrefix: "temporalio/admin-tools:" + v + "-"},
+		{name: "temporal-setup", image: "temporalio/admin-tools:" + v},
 		{name: "temporal", image: "temporalio/server:" + v, ports: []string{"7233:7233"}},
-		{name: "temporal-init", imagePrefix: "temporalio/admin-tools:" + v + "-"},
+		{name: "temporal-init", image: "temporalio/admin-tools:" + v},
 		{name: "temporal-ui", image: "temporalio/ui:2.42.1", ports: []string{"8080:8080"}},
 		{name: "keel-gateway", command: []string{"starter", "gateway", "--listen", "0.0.0.0:8089"}, ports: []string{"8089:8089"}},
 		{name: "keel-worker-1", command: []string{"worker"}},

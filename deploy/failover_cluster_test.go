@@ -76,7 +76,7 @@ func clusterBaseEnv() []string {
 	return env
 }
 
-// linkServerBinaries makes bin/server and bin/sql (and bin/temporal, when the shared folder has a
+// linkServerBinaries makes bin/temporal-server and its source stamp (and bin/temporal, when the shared folder has a
 // CLI) links to the shared build ($KEEL_CLUSTER_BIN, else the default cluster's bin folder), so the
 // test never rebuilds the server and never overwrites the shared folder's starter and worker.
 func (c *testCluster) linkServerBinaries(bin string) {
@@ -93,7 +93,7 @@ func (c *testCluster) linkServerBinaries(bin string) {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		c.t.Fatal(err)
 	}
-	for _, name := range []string{"server", "sql", "temporal"} {
+	for _, name := range []string{"temporal-server", "temporal-server.src", "temporal"} {
 		if _, err := os.Stat(filepath.Join(shared, name)); name == "temporal" && err != nil {
 			continue
 		}

@@ -3,8 +3,9 @@
 #
 #   PostgreSQL   reused when one answers on 127.0.0.1:$KEEL_CLUSTER_PG_PORT, else installed from
 #                Debian's packages (apt-get install postgresql) and started
-#   Temporal     the server and its SQL schema tool, built with `go install` at the version
-#                docker-compose.yml pins (x-temporal-version); schema set up in two databases,
+#   Temporal     Keel's build of the server (deploy/temporal-server, a Go module of its own, at the
+#                version docker-compose.yml pins in x-temporal-version; its `sql` command is the
+#                SQL schema tool), worker commands on; schema set up in two databases,
 #                frontend on 127.0.0.1:$KEEL_CLUSTER_TEMPORAL_PORT; the default namespace and Keel's
 #                search attributes registered with the temporal CLI
 #   Keel         the fake model gateway (starter gateway) and two workers, transcript store on the
@@ -13,18 +14,19 @@
 # Usage:
 #   deploy/run-cluster.sh            bring everything up (or check it is up); prints what runs where
 #   deploy/run-cluster.sh version    print the Temporal server version the cluster uses
-#   deploy/run-cluster.sh build      build the Temporal server and its SQL tool into $KEEL_CLUSTER_BIN
+#   deploy/run-cluster.sh build      build the Temporal server (with its SQL tool) into $KEEL_CLUSTER_BIN
 #                                    only (nothing when they are there already); start nothing
 #   deploy/run-cluster.sh render-config  write the server's configuration only; print its path
 #   deploy/stop-cluster.sh [--reset] stop it (--reset also drops its databases)
 #
 # The script is idempotent: a second run reuses the built binaries, the databases and every process
 # that is still alive, and starts only what is missing (for example a worker that was killed).
-# The first run builds the Temporal server: about 2 minutes on an idle 2-core machine, several when
+# The first run builds the Temporal server: about 8 minutes on an idle 2-core machine, more when
 # other builds compete for it.
 #
 # Everything it writes is under $KEEL_CLUSTER_DIR (default .keel/cluster in the repository):
-#   bin/            server, sql (schema tool), temporal (CLI, unless one is on PATH), starter, worker
+#   bin/            temporal-server (server and schema tool), temporal (CLI, unless one is on PATH),
+#                   starter, worker
 #   config/         the server's configuration, from deploy/temporal.yaml.tmpl
 #   run/NAME.pid    pid of each process: temporal, gateway, worker-1, worker-2
 #   log/NAME.log    its output
@@ -151,14 +153,21 @@ ensure_database() {
 
 # --- Temporal -----------------------------------------------------------------------------------
 
+# build_temporal builds deploy/temporal-server into bin/, again only when its source changed (the
+# hash of its files is kept next to the binary). Its go.mod must pin the version docker-compose.yml
+# names.
 build_temporal() {
-	if [[ -x "$BIN/server" && -x "$BIN/sql" ]] && "$BIN/server" --version 2>/dev/null | grep -qF "$TEMPORAL_VERSION"; then
+	local src=$DEPLOY_DIR/temporal-server stamp
+	grep -qF "go.temporal.io/server v$TEMPORAL_VERSION" "$src/go.mod" ||
+		die "temporal: $src/go.mod does not require go.temporal.io/server v$TEMPORAL_VERSION (x-temporal-version in docker-compose.yml)"
+	stamp=$(cat "$src/go.mod" "$src/go.sum" "$src"/*.go | sha256sum | cut -c1-16)
+	if [[ -x "$BIN/temporal-server" && "$(cat "$BIN/temporal-server.src" 2>/dev/null)" == "$stamp" ]]; then
 		return
 	fi
-	log "temporal: building server and sql tool v$TEMPORAL_VERSION into $BIN (about 2 minutes)"
-	(cd "$CLUSTER_DIR" && GOBIN="$BIN" GOFLAGS=-buildvcs=false go install \
-		"go.temporal.io/server/cmd/server@v$TEMPORAL_VERSION" \
-		"go.temporal.io/server/cmd/tools/sql@v$TEMPORAL_VERSION")
+	log "temporal: building the server v$TEMPORAL_VERSION into $BIN (about 8 minutes the first time)"
+	(cd "$src" && GOWORK=off GOFLAGS=-buildvcs=false go build -o "$BIN/temporal-server.new" .)
+	mv "$BIN/temporal-server.new" "$BIN/temporal-server"
+	echo "$stamp" >"$BIN/temporal-server.src"
 }
 
 # setup_schemas creates Temporal's two databases and brings both schemas to the version the server
@@ -179,7 +188,7 @@ setup_schemas() {
 }
 
 sql_tool() {
-	SQL_PASSWORD="$PG_PASSWORD" "$BIN/sql" --plugin postgres12 --ep 127.0.0.1 --port "$PG_PORT" --user "$PG_USER" "$@"
+	SQL_PASSWORD="$PG_PASSWORD" "$BIN/temporal-server" sql --plugin postgres12 --ep 127.0.0.1 --port "$PG_PORT" --user "$PG_USER" "$@"
 }
 
 start_temporal() {
@@ -188,7 +197,7 @@ start_temporal() {
 		log "temporal: already running (pid $(pid_of temporal))"
 	else
 		port_free "$TEMPORAL_PORT" || die "temporal: port $TEMPORAL_PORT is taken by another process; set KEEL_CLUSTER_TEMPORAL_PORT"
-		start temporal "$CLUSTER_DIR" "$BIN/server" --root "$CLUSTER_DIR" --config config --env keel --allow-no-auth start
+		start temporal "$CLUSTER_DIR" "$BIN/temporal-server" start --config-file "$CLUSTER_DIR/config/keel.yaml"
 	fi
 	wait_until "temporal frontend on $TEMPORAL_ADDRESS" temporal_healthy
 }

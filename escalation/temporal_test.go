@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/devserver"
 )
 
 // answerTarget is a minimal session: one pending escalation answered by update (with a
@@ -54,15 +54,10 @@ func answerTarget(ctx workflow.Context) (string, error) {
 	return "cancelled by " + req.By, nil
 }
 
-// temporalCLI finds the temporal CLI for a dev server, or skips the test.
-func temporalCLI(t *testing.T) string {
-	if p := os.Getenv("KEEL_TEMPORAL_CLI"); p != "" {
-		return p
-	}
-	p, err := exec.LookPath("temporal")
-	if err != nil {
-		t.Skip("temporal CLI not found; set KEEL_TEMPORAL_CLI to run against a dev server")
-	}
+// temporalServer finds (or builds) Keel's Temporal server for a dev server.
+func temporalServer(t *testing.T, ctx context.Context) string {
+	p, err := devserver.FindServer(ctx, os.Stderr)
+	require.NoError(t, err)
 	return p
 }
 
@@ -73,7 +68,7 @@ func startDevServer(t *testing.T, ctx context.Context) client.Client {
 	if testing.Short() {
 		t.Skip("starts a Temporal dev server")
 	}
-	cli := temporalCLI(t)
+	cli := temporalServer(t, ctx)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	hostPort := ln.Addr().String()

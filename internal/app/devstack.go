@@ -37,9 +37,12 @@ func StartStack(ctx context.Context, cfg config.Config, progress io.Writer) (*St
 			st.DBFile = abs
 		}
 		fmt.Fprintf(progress, "keel: starting a Temporal dev server on %s (state in %s, Web UI on port %d)\n", cfg.Temporal.Address, st.DBFile, cfg.Dev.UIPort)
+		if cfg.Dev.MetricsPort != 0 {
+			fmt.Fprintf(progress, "keel: the dev server's Prometheus metrics: http://127.0.0.1:%d/metrics\n", cfg.Dev.MetricsPort)
+		}
 		srv, err := devserver.Start(ctx, devserver.Options{
 			Address: cfg.Temporal.Address, Namespace: cfg.Temporal.Namespace,
-			UIPort: cfg.Dev.UIPort, DBFile: st.DBFile, Progress: progress,
+			UIPort: cfg.Dev.UIPort, MetricsPort: cfg.Dev.MetricsPort, DBFile: st.DBFile, Progress: progress,
 		})
 		if err != nil {
 			return nil, err

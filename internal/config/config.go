@@ -55,6 +55,9 @@ type Dev struct {
 	// StateDir holds the dev server's SQLite file and the local transcript store.
 	StateDir string
 	UIPort   int
+	// MetricsPort serves the started dev server's Prometheus metrics (its `action` counter among
+	// them) on 127.0.0.1:MetricsPort/metrics; 0 leaves them off.
+	MetricsPort int
 }
 
 // Gateway configures the model provider.
@@ -161,6 +164,7 @@ var defaults = map[string]any{
 	"temporal.turns_per_run":          0,
 	"dev.state_dir":                   ".keel",
 	"dev.ui_port":                     8233,
+	"dev.metrics_port":                0,
 	"gateway.provider":                contract.ProviderOpenAI,
 	"gateway.base_url":                "",
 	"gateway.api_key":                 "",

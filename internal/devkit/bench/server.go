@@ -6,7 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"slices"
+	"strconv"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
@@ -19,11 +21,13 @@ import (
 
 // Server is a dev server started with a chosen dynamic configuration. devserver.Start always
 // applies Keel's own devserver.DynamicConfig; comparing settings needs servers with and without
-// each value, so this starts the same CLI binary with exactly the values given.
+// each value, so this starts the same server binary with exactly the values given.
 type Server struct {
 	dev *testsuite.DevServer
-	// Dynamic is the dynamic configuration the server runs with, beyond the CLI's own defaults.
+	// Dynamic is the dynamic configuration the server runs with, beyond the server's own defaults.
 	Dynamic map[string]string
+	// metricsPort serves the server's Prometheus metrics (MetricsURL).
+	metricsPort int
 }
 
 // KeelDynamicConfig is a copy of the values Keel's dev server runs with, plus extra.
@@ -36,11 +40,15 @@ func KeelDynamicConfig(extra map[string]string) map[string]string {
 // StartServer starts a dev server on a free loopback port, in memory, with dyn as its dynamic
 // configuration.
 func StartServer(ctx context.Context, dyn map[string]string) (*Server, error) {
-	bin, err := devserver.FindCLI(ctx, io.Discard)
+	bin, err := devserver.FindServer(ctx, io.Discard)
 	if err != nil {
 		return nil, err
 	}
-	var args []string
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--metrics-port", strconv.Itoa(port)}
 	for _, k := range slices.Sorted(maps.Keys(dyn)) {
 		args = append(args, "--dynamic-config-value", k+"="+dyn[k])
 	}
@@ -61,7 +69,21 @@ func StartServer(ctx context.Context, dyn map[string]string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting a dev server with %v: %w", dyn, err)
 	}
-	return &Server{dev: dev, Dynamic: dyn}, nil
+	return &Server{dev: dev, Dynamic: dyn, metricsPort: port}, nil
+}
+
+// MetricsURL is where the server serves its Prometheus metrics, the `action` counter among them.
+func (s *Server) MetricsURL() string {
+	return fmt.Sprintf("http://127.0.0.1:%d/metrics", s.metricsPort)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port for the server's metrics: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Address is the server's frontend host:port.

@@ -1,6 +1,8 @@
-// Package devserver finds, installs and starts the Temporal CLI dev server that Keel's demo, its
-// `dev` command and its integration tests run against. The server always runs as its own process:
-// the Temporal server cannot be embedded in the same module as the SDK Keel uses.
+// Package devserver finds, builds and starts the Temporal dev server that Keel's demo, its `dev`
+// command and its integration tests run against. The server is Keel's own build of the Temporal
+// server (deploy/temporal-server, a Go module of its own: the server cannot be embedded in the same
+// module as the SDK Keel uses), and it always runs as its own process. It has worker commands, so an
+// activity learns of its cancellation without heartbeating.
 package devserver
 
 import (
@@ -25,8 +27,9 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 )
 
-// CLIModule is the Temporal CLI version Keel installs. Later versions do not build with go install
-// (their go.mod carries a replace directive).
+// CLIModule is the Temporal CLI version Keel installs where a test or script needs the `temporal`
+// command as a client (listing workflows by search attribute, the cluster's operator commands).
+// Later versions do not build with go install (their go.mod carries a replace directive).
 const CLIModule = "github.com/temporalio/cli/cmd/temporal@v1.5.1"
 
 // Options describe the dev server to start.
@@ -38,7 +41,10 @@ type Options struct {
 	UIPort int
 	// DBFile keeps the server's state in a SQLite file; empty keeps it in memory.
 	DBFile string
-	// Progress receives one-line progress messages (the first CLI build takes minutes).
+	// MetricsPort serves the server's Prometheus metrics (among them the `action` counter) on
+	// 127.0.0.1:MetricsPort/metrics when non-zero.
+	MetricsPort int
+	// Progress receives one-line progress messages (the first server build takes minutes).
 	Progress io.Writer
 	// Log receives the server's own output; nil discards it.
 	Log io.Writer
@@ -52,12 +58,12 @@ type Server struct {
 	exited  chan struct{}
 }
 
-// Start finds (or installs) the CLI and starts a dev server, returning once it answers. The server
+// Start finds (or builds) the server and starts it, returning once it answers. The server
 // runs in a process group of its own: a Ctrl+C or `kill -INT -- -PGID` meant for the starter must
 // reach the starter alone, which then cancels its session through this server and only stops the
 // server once the session has settled (Stop).
 func Start(ctx context.Context, opts Options) (*Server, error) {
-	bin, err := FindCLI(ctx, opts.Progress)
+	bin, err := FindServer(ctx, opts.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +118,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// serverArgs are the CLI's arguments for one dev server.
+// serverArgs are the server's arguments for one dev server (the flags of `temporal server
+// start-dev`, plus the metrics port).
 func serverArgs(opts Options, host, port, namespace string) []string {
 	args := []string{"server", "start-dev", "--ip", host, "--port", port, "--namespace", namespace,
 		"--log-level", "error", "--dynamic-config-value", "frontend.enableServerVersionCheck=false"}
@@ -123,6 +130,9 @@ func serverArgs(opts Options, host, port, namespace string) []string {
 	}
 	if opts.DBFile != "" {
 		args = append(args, "--db-filename", opts.DBFile)
+	}
+	if opts.MetricsPort != 0 {
+		args = append(args, "--metrics-port", strconv.Itoa(opts.MetricsPort))
 	}
 	for sa := range searchAttributes().GetUntypedValues() {
 		args = append(args, "--search-attribute", sa.GetName()+"="+sa.GetValueType().String())
@@ -213,9 +223,14 @@ func searchAttributes() temporal.SearchAttributes {
 
 // DynamicConfig holds the server settings Keel runs its dev server with, each measured in
 // docs/benchmarks.md or docs/failure-handling.md. Values are JSON, as the CLI's
-// --dynamic-config-value takes them (a duration is a quoted string).
+// --dynamic-config-value takes them (a duration is a quoted string). deploy/dynamicconfig.yaml
+// carries the same values for the cluster (go test ./deploy checks).
 var DynamicConfig = map[string]string{
 	"system.enableActivityEagerExecution": "true",
+	// Worker commands: the server pushes an activity's cancellation to the worker running it, so
+	// activities heartbeat only to prove they are alive (docs/failure-handling.md).
+	"system.enableCancelActivityWorkerCommand": "true",
+	"frontend.WorkerCommandsEnabled":           "true",
 	// The dev server's one history shard reads its transfer queue at most 20 times a second by
 	// default, which put a 50 ms step under every workflow and activity task (docs/benchmarks.md).
 	"history.transferProcessorMaxPollRPS":    "10000",
