@@ -44,6 +44,12 @@ type Activities struct {
 
 	soloOnce sync.Once
 	solo     *gateway.Chain
+	// HeartbeatEvery is how often a running model call or tool heartbeats while it waits on
+	// something slow. When the server pushes cancellation to the worker (worker commands), a
+	// heartbeat only proves the worker is alive, so it is long (LivenessHeartbeat); when it does
+	// not, cancellation arrives in heartbeat replies and this bounds how long a cancelled call runs
+	// on. Zero means FallbackHeartbeat.
+	HeartbeatEvery time.Duration
 }
 
 // Register registers every activity under its contract name.
@@ -83,17 +89,31 @@ func (a *Activities) NotifyEscalation(ctx context.Context, req contract.NotifyRe
 	return nil
 }
 
-// heartbeatEvery keeps heartbeats flowing while an activity waits on something slow, because
-// cancellation only reaches an activity through a heartbeat.
-const heartbeatEvery = 200 * time.Millisecond
+// LivenessHeartbeat is the heartbeat cadence when the server pushes cancellation: long enough
+// that a model call of up to 15 s sends none besides the emitted rule's first one, short enough
+// that the activities' heartbeat timeout (45 s, set by the workflows) notices a dead worker with
+// two beats to spare. docs/failure-handling.md and docs/benchmarks.md have the measurements.
+const LivenessHeartbeat = 15 * time.Second
+
+// FallbackHeartbeat is the cadence on a server without worker commands, where a cancellation
+// reaches an activity only in a heartbeat reply.
+const FallbackHeartbeat = 200 * time.Millisecond
+
+func (a *Activities) heartbeatEvery() time.Duration {
+	if a.HeartbeatEvery > 0 {
+		return a.HeartbeatEvery
+	}
+	return FallbackHeartbeat
+}
 
 // keepBeating heartbeats with the latest details from get until ctx ends.
-func keepBeating(ctx context.Context, get func() any) (stop func()) {
+func (a *Activities) keepBeating(ctx context.Context, get func() any) (stop func()) {
+	every := a.heartbeatEvery()
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(heartbeatEvery)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {

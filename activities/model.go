@@ -102,7 +102,7 @@ func (a *Activities) stream(ctx context.Context, req contract.ModelRequest, rout
 	if route.Model != "" {
 		model = route.Model
 	}
-	stop := keepBeating(ctx, stream.details)
+	stop := a.keepBeating(ctx, stream.details)
 	defer stop()
 	return route.Provider.Stream(ctx, gateway.Request{
 		Model: model, Messages: msgs, Tools: req.Tools, Strict: req.Strict, CacheKey: req.SessionID,

@@ -21,7 +21,7 @@ func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (con
 		Event: contract.EventToolCall, WorkflowID: req.SessionID, Turn: req.Turn,
 		Tool: req.Call.Name, CallID: req.Call.ID, Arguments: req.Call.Arguments,
 	})
-	stop := keepBeating(ctx, func() any { return req.Call.ID })
+	stop := a.keepBeating(ctx, func() any { return req.Call.ID })
 	live, stopLive := a.liveOutput(ctx, req)
 	res, err := a.tools().Run(withLiveOutput(ctx, live), req)
 	stopLive()

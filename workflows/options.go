@@ -15,13 +15,16 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 )
 
-// Timeouts of the activities. Cancellation reaches an activity only through its heartbeats; the
-// worker sends them every 250 ms (app.HeartbeatThrottle), so a cancel arrives within about that,
-// while the timeouts leave room for a busy machine before a live call is declared lost.
+// Timeouts of the activities. The server pushes a cancellation to the worker running the activity
+// (worker commands), so heartbeats only prove the worker is alive: a running model call or tool
+// heartbeats every 15 s (activities.LivenessHeartbeat), and a worker that dies is noticed when
+// 45 s pass without one, which leaves two beats to spare on a busy machine. On a server without
+// worker commands the worker heartbeats every 200 ms instead, for the cancellation's sake; the
+// timeout stays the same. Changing a timeout changes no command, so running sessions replay.
 const (
 	modelCallTimeout      = 10 * time.Minute
-	modelHeartbeatTimeout = 2 * time.Second
-	toolHeartbeatTimeout  = 3 * time.Second
+	modelHeartbeatTimeout = 45 * time.Second
+	toolHeartbeatTimeout  = 45 * time.Second
 	defaultCommandTimeout = 60 * time.Second
 	notifyTimeout         = 30 * time.Second
 )

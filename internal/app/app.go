@@ -12,7 +12,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/client"
@@ -229,13 +228,20 @@ func Notifiers(cfg config.Config) map[string]escalation.Notifier {
 // transcriptCache bounds the transcripts a worker keeps in memory: about one per active session.
 const transcriptCache = 1024
 
-// HeartbeatThrottle is how often the worker sends an activity's heartbeat at most. Cancellation
-// arrives in heartbeat replies, so this bounds how long a cancelled tool or model stream runs on.
-const HeartbeatThrottle = 250 * time.Millisecond
-
-// NewWorker creates a worker for the task queue with both workflows and every activity.
+// NewWorker creates a worker for the task queue with both workflows and every activity. It asks
+// the server first whether it pushes activity cancellation and sets the activities' heartbeat
+// cadence from the answer (ChooseHeartbeats).
 func NewWorker(c client.Client, cfg config.Config, acts *activities.Activities) worker.Worker {
-	w := worker.New(c, cfg.Temporal.TaskQueue, worker.Options{MaxHeartbeatThrottleInterval: HeartbeatThrottle})
+	hb := ChooseHeartbeats(context.Background(), c, cfg.Temporal.Namespace, cfg.Temporal.FallbackHeartbeat)
+	return NewWorkerWith(c, cfg.Temporal.TaskQueue, worker.Options{}, hb, acts)
+}
+
+// NewWorkerWith creates a worker on queue with opts and the heartbeat cadence hb, registering both
+// workflows and every activity.
+func NewWorkerWith(c client.Client, queue string, opts worker.Options, hb Heartbeats, acts *activities.Activities) worker.Worker {
+	acts.HeartbeatEvery = hb.Every
+	opts.MaxHeartbeatThrottleInterval = hb.Every
+	w := worker.New(c, queue, opts)
 	RegisterWorkflows(w)
 	acts.Register(w)
 	return w

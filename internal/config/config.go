@@ -48,6 +48,10 @@ type Temporal struct {
 	UIURL string
 	// TurnsPerRun continues sessions as new after that many turns per run (0: when suggested).
 	TurnsPerRun int
+	// FallbackHeartbeat is how often running model calls and tools heartbeat when the server
+	// cannot push cancellation to the worker (no worker commands): a cancel then arrives only in
+	// a heartbeat reply, so this bounds how long a cancelled command runs on.
+	FallbackHeartbeat time.Duration
 }
 
 // Dev configures the local dev stack the starter can bring up.
@@ -162,6 +166,7 @@ var defaults = map[string]any{
 	"temporal.task_queue":             contract.TaskQueue,
 	"temporal.ui_url":                 "",
 	"temporal.turns_per_run":          0,
+	"temporal.fallback_heartbeat":     "200ms",
 	"dev.state_dir":                   ".keel",
 	"dev.ui_port":                     8233,
 	"dev.metrics_port":                0,

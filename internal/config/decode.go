@@ -127,6 +127,7 @@ func decode(v *viper.Viper) (Config, error) {
 		UIURL:     strings.TrimRight(v.GetString("temporal.ui_url"), "/"),
 	}
 	c.Temporal.TurnsPerRun = int(d.integer("temporal.turns_per_run"))
+	c.Temporal.FallbackHeartbeat = d.dur("temporal.fallback_heartbeat")
 	c.Dev = Dev{StateDir: v.GetString("dev.state_dir"), UIPort: int(d.integer("dev.ui_port")), MetricsPort: int(d.integer("dev.metrics_port"))}
 	if c.Temporal.UIURL == "" {
 		c.Temporal.UIURL = defaultUIURL(c.Temporal.Address, c.Dev.UIPort)

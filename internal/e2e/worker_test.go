@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/keelrun/keel/internal/contract"
@@ -58,6 +59,7 @@ func TestWorkerDiesMidTool(t *testing.T) {
 	if !waitFor(60*time.Second, func() bool { return len(processesIn(ws, "sleep", "15")) == 1 }) {
 		t.Fatal("the long command never started")
 	}
+	killedAt := time.Now()
 	w.kill()
 	if !waitFor(2*time.Second, func() bool { return len(processesIn(ws, "sleep", "15")) == 0 }) {
 		t.Fatal("the command outlived its worker")
@@ -81,6 +83,8 @@ func TestWorkerDiesMidTool(t *testing.T) {
 	if unknown != 1 {
 		t.Fatalf("the model was told %d times that the outcome is unknown, want 1", unknown)
 	}
+	noticed := heartbeatTimeoutAt(ctx, t, contract.TurnWorkflowID(run.GetID(), 1))
+	t.Logf("the server noticed the dead worker %.1fs after the kill (the liveness bound is the 45 s heartbeat timeout)", noticed.Sub(killedAt).Seconds())
 	// The stream shows what the model was told about the interrupted call, as its tool_result.
 	watched := startLiveEnv(t, environ, "watch", run.GetID(), "-o", "jsonl").finish()
 	shown := 0
@@ -110,6 +114,27 @@ func TestWorkerDiesMidTool(t *testing.T) {
 	if listed := temporalList(t, fmt.Sprintf(`KeelStatus="running" AND WorkflowId="%s"`, run.GetID())); strings.Contains(listed, run.GetID()) {
 		t.Errorf("a completed session is listed as running:\n%s", listed)
 	}
+}
+
+// heartbeatTimeoutAt is when the turn's tool activity timed out for want of a heartbeat; the test
+// fails if it ended any other way, since only the liveness heartbeat can notice a dead worker.
+func heartbeatTimeoutAt(ctx context.Context, t *testing.T, turnID string) time.Time {
+	t.Helper()
+	it := env.Client().GetWorkflowHistory(ctx, turnID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := ev.GetActivityTaskTimedOutEventAttributes(); a != nil {
+			if got := a.GetFailure().GetTimeoutFailureInfo().GetTimeoutType(); got != enumspb.TIMEOUT_TYPE_HEARTBEAT {
+				t.Fatalf("the interrupted tool call timed out by %v, want the heartbeat timeout", got)
+			}
+			return ev.GetEventTime().AsTime()
+		}
+	}
+	t.Fatal("the interrupted tool call never timed out")
+	return time.Time{}
 }
 
 // transcriptOf loads a finished session's transcript through `starter watch`'s path: the query

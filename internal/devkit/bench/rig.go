@@ -28,7 +28,7 @@ type RigOptions struct {
 	// Dir holds the transcript store and the sessions' work directory.
 	Dir string
 	// Worker, when non-nil, replaces app.NewWorker's options (to compare worker settings), keeping
-	// its heartbeat throttle; nil uses app.NewWorker exactly as the worker process does.
+	// its heartbeat cadence; nil uses app.NewWorker exactly as the worker process does.
 	Worker *worker.Options
 	// EagerStart asks the server to hand each new session's first workflow task straight to
 	// this worker (needs system.enableEagerWorkflowStart on the server).
@@ -93,11 +93,8 @@ func NewRig(ctx context.Context, address string, opts RigOptions) (*Rig, error) 
 	if opts.Worker == nil {
 		w = app.NewWorker(c, cfg, acts)
 	} else {
-		wo := *opts.Worker
-		wo.MaxHeartbeatThrottleInterval = app.HeartbeatThrottle
-		w = worker.New(c, opts.TaskQueue, wo)
-		app.RegisterWorkflows(w)
-		acts.Register(w)
+		hb := app.ChooseHeartbeats(ctx, c, "default", 0)
+		w = app.NewWorkerWith(c, opts.TaskQueue, *opts.Worker, hb, acts)
 	}
 	floorStamps := NewStamps()
 	RegisterFloor(w, floorStamps)
