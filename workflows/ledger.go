@@ -110,6 +110,33 @@ func (s *session) details(state string) string {
 		state, s.state.Turns, s.state.Usage.Total(), s.state.Counters.ToolCalls, s.state.Counters.GatewayAttempts)
 }
 
+// searchRefreshTurns is how many turns the KeelTurns and KeelTokens search attributes may lag:
+// an upsert is a billed action, so a running session refreshes them every this many turns, and
+// at once whenever its status or pending escalation changes (which also ends every session).
+const searchRefreshTurns = 10
+
+// searchKey is what decides whether an upsert is worth its action.
+type searchKey struct {
+	status  string
+	pending bool
+	bucket  int
+}
+
+func (s *session) searchKey() searchKey {
+	return searchKey{status: s.status, pending: s.status == contract.StatusWaiting, bucket: s.state.Turns / searchRefreshTurns}
+}
+
+// initSearchKey starts from the search attributes the run already has (KeelStatus set when the
+// session was started), so the first turn's upsert is skipped when it would change nothing that
+// matters. The version is asked for here, in the run's first workflow task beside list-tools', so
+// its marker costs no action of its own; sessions started before it upsert after every turn, and
+// their histories replay.
+func (s *session) initSearchKey(ctx workflow.Context) {
+	s.searchOnChange = workflow.GetVersion(ctx, versionSearchOnChange, workflow.DefaultVersion, 1) == 1
+	status, _ := workflow.GetTypedSearchAttributes(ctx).GetKeyword(contract.StatusKey)
+	s.lastSearch = searchKey{status: status, pending: status == contract.StatusWaiting, bucket: s.state.Turns / searchRefreshTurns}
+}
+
 // searchValues are the session's search attribute values.
 type searchValues struct {
 	status        string
@@ -118,10 +145,16 @@ type searchValues struct {
 }
 
 // upsertSearch upserts the search attributes that changed since this run last did, all of them
-// the first time. Unchanged ones are left out because every byte is paid in every turn's
-// history; the turn count is always sent, so the upsert command is never skipped and a replay
-// sees the same commands as before.
+// the first time, and only when something a person filters on changed (searchRefreshTurns).
+// Unchanged ones are left out because every byte is paid in every turn's history; the turn count
+// is always sent. Sessions started before versionSearchOnChange upsert after every turn, so
+// their histories replay.
 func (s *session) upsertSearch(ctx workflow.Context) {
+	k := s.searchKey()
+	if s.searchOnChange && k == s.lastSearch {
+		return
+	}
+	s.lastSearch = k
 	now := searchValues{status: s.status, turns: int64(s.state.Turns), tokens: s.state.Usage.Total(), waiting: s.status == contract.StatusWaiting}
 	last := s.searched
 	updates := []temporal.SearchAttributeUpdate{contract.TurnsKey.ValueSet(now.turns)}

@@ -69,6 +69,9 @@ const (
 	versionListTools = "list-tools"
 	// versionStrictRetry: the turn, not a worker's memory, retries a reply that did not parse.
 	versionStrictRetry = "strict-retry"
+	// versionSearchOnChange: search attributes are upserted only when something a person filters
+	// on changed, not after every turn.
+	versionSearchOnChange = "search-on-change"
 )
 
 // versionTypedEnds marks sessions that end Canceled or Failed (with a typed error carrying the

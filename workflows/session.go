@@ -55,6 +55,10 @@ type session struct {
 	// searched holds the search attribute values this run last upserted, so a turn upserts only
 	// what changed.
 	searched *searchValues
+	// lastSearch is what the search attributes were last set from (upsertSearch); searchOnChange
+	// says this run upserts only when that changed (versionSearchOnChange).
+	lastSearch     searchKey
+	searchOnChange bool
 }
 
 func newSession(ctx workflow.Context, in contract.SessionInput) *session {
@@ -65,6 +69,7 @@ func newSession(ctx workflow.Context, in contract.SessionInput) *session {
 		s.state.StartedAt = workflow.Now(ctx)
 		s.state.Pending = initialMessages(in)
 	}
+	s.initSearchKey(ctx)
 	return s
 }
 

@@ -17,27 +17,27 @@ import (
 // cancelWays are the ways a person stops a session, each with one behaviour.
 var cancelWays = []struct {
 	name   string
-	cancel func(t *testing.T, l *liveRun, wid string)
+	cancel func(t testing.TB, l *liveRun, wid string)
 }{
-	{"SIGINT to the starter", func(t *testing.T, l *liveRun, _ string) {
+	{"SIGINT to the starter", func(t testing.TB, l *liveRun, _ string) {
 		if err := l.cmd.Process.Signal(os.Interrupt); err != nil {
 			t.Fatal(err)
 		}
 	}},
-	{"starter cancel", func(t *testing.T, _ *liveRun, wid string) {
+	{"starter cancel", func(t testing.TB, _ *liveRun, wid string) {
 		cmd := exec.Command(starter, "cancel", wid)
 		cmd.Env = env.StarterEnv(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("starter cancel: %v\n%s", err, out)
 		}
 	}},
-	{"cancel signal", func(t *testing.T, _ *liveRun, wid string) {
+	{"cancel signal", func(t testing.TB, _ *liveRun, wid string) {
 		err := env.Client().SignalWorkflow(context.Background(), wid, "", contract.SignalCancel, contract.CancelRequest{Reason: "test", By: "slack:U1"})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}},
-	{"Web UI cancel (native cancellation)", func(t *testing.T, _ *liveRun, wid string) {
+	{"Web UI cancel (native cancellation)", func(t testing.TB, _ *liveRun, wid string) {
 		if err := env.Client().CancelWorkflow(context.Background(), wid, ""); err != nil {
 			t.Fatal(err)
 		}

@@ -29,13 +29,21 @@ type Scripted struct {
 	// OnCall, when set, is called at the start of every model call with the session's task (its
 	// first user message) and the turn number (1-based).
 	OnCall func(task string, turn int, at time.Time)
+	// StreamFor, when set, makes every reply stream for that long: one delta every streamDelta.
+	StreamFor time.Duration
+	// Command, when set, is the command each tool turn asks run_command to run, instead of
+	// listing the work directory.
+	Command string
 }
+
+// streamDelta is how often a slow scripted reply sends a delta, about a fast model's pace.
+const streamDelta = 100 * time.Millisecond
 
 // Name is the provider's name in logs.
 func (s *Scripted) Name() string { return "bench-scripted" }
 
-// Stream answers at once: one delta, then a tool call or the final answer.
-func (s *Scripted) Stream(_ context.Context, req gateway.Request, onDelta func(string)) (gateway.Response, error) {
+// Stream answers at once (or streams for s.StreamFor): deltas, then a tool call or the final answer.
+func (s *Scripted) Stream(ctx context.Context, req gateway.Request, onDelta func(string)) (gateway.Response, error) {
 	turn, task := 1, ""
 	for _, m := range req.Messages {
 		switch {
@@ -49,17 +57,45 @@ func (s *Scripted) Stream(_ context.Context, req gateway.Request, onDelta func(s
 		s.OnCall(task, turn, time.Now())
 	}
 	usage := contract.Usage{InputTokens: 10, OutputTokens: 5}
+	if err := s.slowStream(ctx, onDelta); err != nil {
+		return gateway.Response{}, err
+	}
 	if turn > s.ToolTurns {
 		onDelta(FinalAnswer)
 		return gateway.Response{Message: contract.Message{Role: contract.RoleAssistant, Content: FinalAnswer}, Usage: usage, StopReason: "stop"}, nil
 	}
 	onDelta("listing")
 	call := contract.ToolCall{ID: fmt.Sprintf("call-%d", turn), Name: toolspec.ListDir, Arguments: listDirArgs[turn%2]}
+	if s.Command != "" {
+		// Two spellings of the same arguments, so repeat detection never blocks a call.
+		args := [2]string{`{"command":%q}`, `{"command": %q}`}
+		call = contract.ToolCall{ID: call.ID, Name: toolspec.RunCommand, Arguments: fmt.Sprintf(args[turn%2], s.Command)}
+	}
 	return gateway.Response{
 		Message:    contract.Message{Role: contract.RoleAssistant, Content: "listing", ToolCalls: []contract.ToolCall{call}},
 		Usage:      usage,
 		StopReason: "tool_calls",
 	}, nil
+}
+
+// slowStream sends a delta every streamDelta for s.StreamFor, stopping when ctx ends.
+func (s *Scripted) slowStream(ctx context.Context, onDelta func(string)) error {
+	if s.StreamFor <= 0 {
+		return nil
+	}
+	t := time.NewTicker(streamDelta)
+	defer t.Stop()
+	end := time.After(s.StreamFor)
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-end:
+			return nil
+		case <-t.C:
+			onDelta("thinking ")
+		}
+	}
 }
 
 // Stamps collects the model-call times of many sessions, keyed by task, so the time between one
