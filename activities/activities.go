@@ -91,24 +91,31 @@ func (a *Activities) NotifyEscalation(ctx context.Context, req contract.NotifyRe
 
 // LivenessHeartbeat is the heartbeat cadence when the server pushes cancellation: long enough
 // that a model call of up to 15 s sends none besides the emitted rule's first one, short enough
-// that the activities' heartbeat timeout (45 s, set by the workflows) notices a dead worker with
-// two beats to spare. docs/failure-handling.md and docs/benchmarks.md have the measurements.
+// that the activities' default heartbeat timeout (45 s, set by the workflows) notices a dead
+// worker with two beats to spare; a session with a shorter timeout beats three times per timeout.
+// docs/failure-handling.md and docs/benchmarks.md have the measurements.
 const LivenessHeartbeat = 15 * time.Second
 
 // FallbackHeartbeat is the cadence on a server without worker commands, where a cancellation
 // reaches an activity only in a heartbeat reply.
 const FallbackHeartbeat = 200 * time.Millisecond
 
-func (a *Activities) heartbeatEvery() time.Duration {
-	if a.HeartbeatEvery > 0 {
-		return a.HeartbeatEvery
+// heartbeatEvery is the cadence of one activity: HeartbeatEvery, but at least three beats per
+// heartbeat timeout when the workflow set a shorter one.
+func (a *Activities) heartbeatEvery(ctx context.Context) time.Duration {
+	every := a.HeartbeatEvery
+	if every <= 0 {
+		every = FallbackHeartbeat
 	}
-	return FallbackHeartbeat
+	if t := activity.GetInfo(ctx).HeartbeatTimeout; t > 0 && every > t/3 {
+		every = t / 3
+	}
+	return every
 }
 
 // keepBeating heartbeats with the latest details from get until ctx ends.
 func (a *Activities) keepBeating(ctx context.Context, get func() any) (stop func()) {
-	every := a.heartbeatEvery()
+	every := a.heartbeatEvery(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

@@ -108,7 +108,11 @@ func (a *Activities) stream(ctx context.Context, req contract.ModelRequest, rout
 		Model: model, Messages: msgs, Tools: req.Tools, Strict: req.Strict, CacheKey: req.SessionID,
 	}, func(text string) {
 		n := stream.add(text)
-		activity.RecordHeartbeat(ctx, stream.details())
+		if n == 1 {
+			// The emitted rule's heartbeat: sent at once, so an attempt after a crash knows text
+			// was shown. Later details ride on the liveness heartbeats (keepBeating).
+			activity.RecordHeartbeat(ctx, stream.details())
+		}
 		a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventDelta, WorkflowID: req.SessionID, Turn: req.Turn, Text: text, Seq: n})
 	})
 }

@@ -18,25 +18,33 @@ import (
 // Timeouts of the activities. The server pushes a cancellation to the worker running the activity
 // (worker commands), so heartbeats only prove the worker is alive: a running model call or tool
 // heartbeats every 15 s (activities.LivenessHeartbeat), and a worker that dies is noticed when
-// 45 s pass without one, which leaves two beats to spare on a busy machine. On a server without
+// 45 s pass without one (or the session's HeartbeatTimeout), which leaves two beats to spare on a
+// busy machine. On a server without
 // worker commands the worker heartbeats every 200 ms instead, for the cancellation's sake; the
 // timeout stays the same. Changing a timeout changes no command, so running sessions replay.
 const (
-	modelCallTimeout      = 10 * time.Minute
-	modelHeartbeatTimeout = 45 * time.Second
-	toolHeartbeatTimeout  = 45 * time.Second
-	defaultCommandTimeout = 60 * time.Second
-	notifyTimeout         = 30 * time.Second
+	modelCallTimeout        = 10 * time.Minute
+	defaultHeartbeatTimeout = 45 * time.Second
+	defaultCommandTimeout   = 60 * time.Second
+	notifyTimeout           = 30 * time.Second
 )
 
 // modelRetryBackstop bounds the attempts of one model call. The activity decides every retry itself
 // (class caps, jittered wait as NextRetryDelay); this only guards against a bug there.
 const modelRetryBackstop = 8
 
-func modelCallOptions(turn int) workflow.ActivityOptions {
+// heartbeatTimeout is the session's heartbeat timeout, or the default.
+func heartbeatTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return defaultHeartbeatTimeout
+	}
+	return d
+}
+
+func modelCallOptions(turn int, hb time.Duration) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: modelCallTimeout,
-		HeartbeatTimeout:    modelHeartbeatTimeout,
+		HeartbeatTimeout:    heartbeatTimeout(hb),
 		WaitForCancellation: true,
 		Summary:             fmt.Sprintf("model call, turn %d", turn),
 		RetryPolicy: &temporal.RetryPolicy{
@@ -50,14 +58,14 @@ func modelCallOptions(turn int) workflow.ActivityOptions {
 }
 
 // toolOptions gives a tool activity exactly one attempt: a write may already have happened.
-func toolOptions(call contract.ToolCall, policy contract.ToolPolicy) workflow.ActivityOptions {
+func toolOptions(call contract.ToolCall, policy contract.ToolPolicy, hb time.Duration) workflow.ActivityOptions {
 	timeout := policy.CommandTimeout
 	if timeout <= 0 {
 		timeout = defaultCommandTimeout
 	}
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: timeout + 30*time.Second,
-		HeartbeatTimeout:    toolHeartbeatTimeout,
+		HeartbeatTimeout:    heartbeatTimeout(hb),
 		WaitForCancellation: true,
 		Summary:             toolSummary(call),
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},

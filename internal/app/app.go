@@ -240,7 +240,7 @@ func NewWorker(c client.Client, cfg config.Config, acts *activities.Activities) 
 // workflows and every activity.
 func NewWorkerWith(c client.Client, queue string, opts worker.Options, hb Heartbeats, acts *activities.Activities) worker.Worker {
 	acts.HeartbeatEvery = hb.Every
-	opts.MaxHeartbeatThrottleInterval = hb.Every
+	opts.MaxHeartbeatThrottleInterval = hb.Throttle()
 	w := worker.New(c, queue, opts)
 	RegisterWorkflows(w)
 	acts.Register(w)

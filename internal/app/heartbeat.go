@@ -16,10 +16,20 @@ type Heartbeats struct {
 	// PushCancel says the server pushes activity cancellation to the worker that runs the
 	// activity (worker commands), so heartbeats need only prove the worker is alive.
 	PushCancel bool
-	// Every is how often a running model call or tool heartbeats; the worker also sends at most one
-	// heartbeat per Every, however often the activity records one.
+	// Every is how often a running model call or tool heartbeats (at least three times per
+	// heartbeat timeout).
 	Every time.Duration
 }
+
+// Throttle is the worker's MaxHeartbeatThrottleInterval: the longest the SDK holds a recorded
+// heartbeat back. Activities record heartbeats only at their own cadence (and once at a stream's
+// first delta), so it need not hold any long.
+func (h Heartbeats) Throttle() time.Duration {
+	return min(h.Every, pushThrottle)
+}
+
+// pushThrottle bounds the SDK's hold on a heartbeat when cadences are long.
+const pushThrottle = time.Second
 
 // capabilityTimeout bounds the namespace look-up at worker start.
 const capabilityTimeout = 5 * time.Second

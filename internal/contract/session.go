@@ -25,6 +25,10 @@ type SessionInput struct {
 	// TurnsPerRun, when set, continues the session as new after that many turns in one run, on top
 	// of whenever the server suggests it; it keeps every run's history small and bounded.
 	TurnsPerRun int `json:"turns_per_run,omitempty"`
+	// HeartbeatTimeout is how long a running model call or tool may go without a heartbeat before
+	// Temporal declares its worker dead (the outcome-unknown path for a tool, a retry for a model
+	// call); zero is the default, 45 s. Workers beat at least three times per timeout.
+	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
 	// Carry is the state of an earlier run (continue-as-new) or of a forked session.
 	Carry *SessionState `json:"carry,omitempty"`
 }

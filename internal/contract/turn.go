@@ -1,6 +1,10 @@
 package contract
 
-import "github.com/keelrun/keel/internal/tools/breaker"
+import (
+	"time"
+
+	"github.com/keelrun/keel/internal/tools/breaker"
+)
 
 // TurnInput is the input of one AgentTurn child workflow.
 type TurnInput struct {
@@ -21,6 +25,8 @@ type TurnInput struct {
 	Policy       ToolPolicy  `json:"policy"`
 	Retry        RetryConfig `json:"retry"`
 	Sinks        []string    `json:"sinks,omitempty"`
+	// HeartbeatTimeout is the session's SessionInput.HeartbeatTimeout.
+	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
 	// Repeat carries repeat detection across turns: the key of the last call and how many times in
 	// a row it was made.
 	Repeat RepeatState `json:"repeat"`

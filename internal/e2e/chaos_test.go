@@ -25,9 +25,7 @@ import (
 const (
 	chaosSessions = 50
 	chaosKills    = 12
-	// chaosBudget allows for the 45 s heartbeat timeout (the time to notice a dead worker) after
-	// the last kill, on a busy machine.
-	chaosBudget = 9 * time.Minute
+	chaosBudget   = 6 * time.Minute
 )
 
 // TestChaosWorkerKills runs 50 demo sessions on a worker process that is killed (SIGKILL) and
@@ -117,7 +115,7 @@ func startChaosSessions(ctx context.Context, t *testing.T, queue string) []clien
 		runs[i], err = env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue},
 			contract.SessionWorkflow, contract.SessionInput{
 				Task: fmt.Sprintf("chaos session %d: fix the failing test", i), Workdir: dir,
-				Limits: contract.Limits{MaxTurns: 30},
+				Limits: contract.Limits{MaxTurns: 30}, HeartbeatTimeout: testHeartbeatTimeout,
 			})
 		if err != nil {
 			t.Fatal(err)

@@ -55,7 +55,8 @@ func TestSayReachesTheNextModelCallOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			run, err := env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: envValue(environ, "KEEL_TEMPORAL_TASK_QUEUE")},
-				contract.SessionWorkflow, contract.SessionInput{Task: fakegw.WithMode("fix the failing test", c.mode), Workdir: ws, Limits: contract.Limits{MaxTurns: 20}})
+				contract.SessionWorkflow, contract.SessionInput{Task: fakegw.WithMode("fix the failing test", c.mode), Workdir: ws, Limits: contract.Limits{MaxTurns: 20},
+					HeartbeatTimeout: testHeartbeatTimeout})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -52,7 +52,8 @@ func TestWorkerDiesMidTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, err := env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: envValue(environ, "KEEL_TEMPORAL_TASK_QUEUE")},
-		contract.SessionWorkflow, contract.SessionInput{Task: fakegw.WithMode("fix the failing test", fakegw.ModeLongCommand), Workdir: ws, Limits: contract.Limits{MaxTurns: 20}})
+		contract.SessionWorkflow, contract.SessionInput{Task: fakegw.WithMode("fix the failing test", fakegw.ModeLongCommand), Workdir: ws, Limits: contract.Limits{MaxTurns: 20},
+			HeartbeatTimeout: testHeartbeatTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestWorkerDiesMidTool(t *testing.T) {
 		t.Fatalf("the model was told %d times that the outcome is unknown, want 1", unknown)
 	}
 	noticed := heartbeatTimeoutAt(ctx, t, contract.TurnWorkflowID(run.GetID(), 1))
-	t.Logf("the server noticed the dead worker %.1fs after the kill (the liveness bound is the 45 s heartbeat timeout)", noticed.Sub(killedAt).Seconds())
+	t.Logf("the server noticed the dead worker %.1fs after the kill (the bound is the session's %s heartbeat timeout)", noticed.Sub(killedAt).Seconds(), testHeartbeatTimeout)
 	// The stream shows what the model was told about the interrupted call, as its tool_result.
 	watched := startLiveEnv(t, environ, "watch", run.GetID(), "-o", "jsonl").finish()
 	shown := 0
@@ -115,6 +116,11 @@ func TestWorkerDiesMidTool(t *testing.T) {
 		t.Errorf("a completed session is listed as running:\n%s", listed)
 	}
 }
+
+// testHeartbeatTimeout is the heartbeat timeout of the sessions whose worker a test kills: the
+// time the server takes to notice is the time the test waits, and 45 s (the default) in several
+// tests would take minutes. Workers beat three times per timeout, so 9 s keeps two beats to spare.
+const testHeartbeatTimeout = 9 * time.Second
 
 // heartbeatTimeoutAt is when the turn's tool activity timed out for want of a heartbeat; the test
 // fails if it ended any other way, since only the liveness heartbeat can notice a dead worker.
