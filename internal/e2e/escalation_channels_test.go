@@ -98,8 +98,8 @@ func TestSlackEscalationEndToEnd(t *testing.T) {
 		if code, _ := s.bot.send(t, s.click("U2", e2eSlackTeam, "retry")); code != http.StatusOK {
 			t.Errorf("second click: %d, want 200", code)
 		}
-		note := s.slack.waitEphemeral(t)
-		if note.Get("user") != "U2" || !strings.Contains(note.Get("text"), "Already answered by <@U1>: abort") {
+		note := s.slack.waitEphemeralTo(t, "U2")
+		if !strings.Contains(note.Get("text"), "Already answered by <@U1>: abort") {
 			t.Errorf("the second clicker was told %q (user %s)", note.Get("text"), note.Get("user"))
 		}
 		if n := s.bot.answers(); n != 1 {
@@ -579,6 +579,28 @@ func (s *localSlack) waitUpdate(t *testing.T) url.Values {
 }
 func (s *localSlack) waitEphemeral(t *testing.T) url.Values {
 	return waitFirst(t, s, "chat.postEphemeral", &s.ephemerals)
+}
+
+// waitEphemeralTo waits for an ephemeral message to one user. A retried answer of the first
+// clicker may also tell that clicker it was already answered; that is not what the caller awaits.
+func (s *localSlack) waitEphemeralTo(t *testing.T, user string) url.Values {
+	t.Helper()
+	var got url.Values
+	ok := waitFor(30*time.Second, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, e := range s.ephemerals {
+			if e.Get("user") == user {
+				got = e
+				return true
+			}
+		}
+		return false
+	})
+	if !ok {
+		t.Fatalf("no chat.postEphemeral to %s reached the local Slack within 30s", user)
+	}
+	return got
 }
 func (s *localSlack) waitView(t *testing.T) openedView {
 	return waitFirst(t, s, "views.open", &s.views)
