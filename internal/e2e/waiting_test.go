@@ -172,23 +172,33 @@ func requireDescriptions(t *testing.T, md *sdkpb.WorkflowMetadata) {
 // escalation record with its time and workflow ID.
 func requireListed(t *testing.T, environ []string, wid, id string) {
 	t.Helper()
-	cmd := exec.Command(starter, "escalations", "-o", "jsonl")
-	cmd.Env = environ
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("starter escalations -o jsonl: %v\n%s", err, out)
-	}
-	evs, _, err := testenv.ParseJSONL(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range evs {
-		if e.Event == contract.EventEscalation && e.Escalation != nil && e.Escalation.ID == id {
-			if e.WorkflowID != wid || e.Time.IsZero() {
-				t.Fatalf("the escalation record lacks its workflow ID or time: %+v", e)
-			}
-			return
+	// The list reads the visibility store, which trails the session by a moment: ask until the
+	// record shows up or the deadline passes.
+	var out []byte
+	var found *contract.Event
+	waitFor(30*time.Second, func() bool {
+		cmd := exec.Command(starter, "escalations", "-o", "jsonl")
+		cmd.Env = environ
+		var err error
+		if out, err = cmd.Output(); err != nil {
+			t.Fatalf("starter escalations -o jsonl: %v\n%s", err, out)
 		}
+		evs, _, err := testenv.ParseJSONL(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range evs {
+			if e.Event == contract.EventEscalation && e.Escalation != nil && e.Escalation.ID == id {
+				found = &evs[i]
+				return true
+			}
+		}
+		return false
+	})
+	if found == nil {
+		t.Fatalf("starter escalations -o jsonl does not list %s:\n%s", id, out)
 	}
-	t.Fatalf("starter escalations -o jsonl does not list %s:\n%s", id, out)
+	if found.WorkflowID != wid || found.Time.IsZero() {
+		t.Fatalf("the escalation record lacks its workflow ID or time: %+v", *found)
+	}
 }
