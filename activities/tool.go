@@ -78,6 +78,11 @@ func (d DefaultTools) Run(ctx context.Context, req contract.ToolRequest) (contra
 		return d.MCP.Call(ctx, req.Server, req.Call.Name, req.Call.Arguments), nil
 	}
 	box := &tools.Box{Root: req.Workdir, Policy: req.Policy, OutputCap: d.OutputCap, Sandbox: d.Sandbox, Live: liveOutputOf(ctx)}
+	box.SandboxFailed = func(err error) {
+		activity.GetLogger(ctx).Error("run_command's sandbox could not be set up, so commands cannot run in this work directory; "+
+			"a root worker needs a filesystem with idmapped mounts for the work directory and tools.sandbox_cache (see docs/tools.md)",
+			"workdir", req.Workdir, "error", err)
+	}
 	return box.Run(ctx, req.Call), nil
 }
 

@@ -41,6 +41,11 @@ type Box struct {
 	// Live, when set, also receives a running command's output as it arrives, for people
 	// watching the session. It must not block: the command's output pipe waits on it.
 	Live io.Writer
+	// SandboxFailed, when set, hears why a command's sandbox could not be set up. The model only
+	// learns that commands cannot run; the operator needs the reason (a work directory on a
+	// filesystem without idmapped mounts, a cache folder that cannot be created), and the worker
+	// logs it.
+	SandboxFailed func(err error)
 }
 
 // Run executes one tool call. It never fails in the Go sense: every failure is a result with

@@ -18,6 +18,7 @@ func (b *Box) runSandboxed(ctx context.Context, root string, words []string, tim
 	cfg := *b.Sandbox
 	sc, err := sandbox.Command(cfg, root, words, sandboxEnv(cfg.CacheDir != "", sandbox.GoBin()))
 	if err != nil {
+		b.sandboxFailed(err)
 		return refused("The command could not be started because its sandbox could not be prepared; nothing was run and nothing changed. " +
 			"Retry as is; if it fails again, conclude and report that commands cannot run in this work directory.")
 	}
@@ -25,6 +26,7 @@ func (b *Box) runSandboxed(ctx context.Context, root string, words []string, tim
 	sc.Started()
 	if err != nil {
 		sc.Report() // releases the report pipe; there is nothing in it
+		b.sandboxFailed(fmt.Errorf("starting the sandbox's init: %w", err))
 		return refused("The command could not be started because the system refused to create its sandbox; nothing was run and nothing changed. " +
 			"Retry as is; if it fails again, conclude and report that commands cannot run.")
 	}
@@ -38,6 +40,7 @@ func (b *Box) runSandboxed(ctx context.Context, root string, words []string, tim
 	case reason == notStopped && ok && rep.Problem == sandbox.ProblemNotExecutable:
 		return notStartable(words[0])
 	case reason == notStopped && ok && rep.Problem != "":
+		b.sandboxFailed(fmt.Errorf("setting up the sandbox: %s", rep.Problem))
 		return refused("The command could not be started because its sandbox failed to set up; nothing was run and nothing changed. " +
 			"Retry as is; if it fails again, conclude and report that commands cannot run.")
 	}
@@ -83,4 +86,11 @@ func limitHit(l sandbox.Limits, o outcome, output string) string {
 
 func mib(n int64) string {
 	return fmt.Sprintf("%d MiB", n>>20)
+}
+
+// sandboxFailed tells the operator why a sandbox could not be set up, when someone listens.
+func (b *Box) sandboxFailed(err error) {
+	if b.SandboxFailed != nil {
+		b.SandboxFailed(err)
+	}
 }

@@ -158,3 +158,26 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestSandboxFailureReachesTheOperator checks that a sandbox that cannot be set up tells the
+// model only that commands cannot run, and tells the operator why.
+func TestSandboxFailureReachesTheOperator(t *testing.T) {
+	b := sandboxBox(t)
+	blocker := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b.Sandbox.CacheDir = filepath.Join(blocker, "cache") // a folder inside a file cannot be made
+	var heard []error
+	b.SandboxFailed = func(err error) { heard = append(heard, err) }
+	res := call(t, b, "run_command", map[string]any{"command": "true"})
+	if !res.IsError || !strings.Contains(res.Content, "sandbox could not be prepared") {
+		t.Fatalf("result %+v", res)
+	}
+	if strings.Contains(res.Content, blocker) {
+		t.Fatalf("the model was shown a worker path: %q", res.Content)
+	}
+	if len(heard) != 1 || !strings.Contains(heard[0].Error(), "cache folder") {
+		t.Fatalf("the operator heard %v, want one error naming the cache folder", heard)
+	}
+}
