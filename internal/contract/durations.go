@@ -129,3 +129,49 @@ func (e *EscalationPolicy) UnmarshalJSON(b []byte) error {
 	e.Deadline = time.Duration(aux.Deadline)
 	return nil
 }
+
+// MarshalJSON writes HeartbeatTimeout as text.
+func (in SessionInput) MarshalJSON() ([]byte, error) {
+	type plain SessionInput
+	return json.Marshal(struct {
+		plain
+		HeartbeatTimeout jsonDuration `json:"heartbeat_timeout,omitempty"`
+	}{plain(in), jsonDuration(in.HeartbeatTimeout)})
+}
+
+// UnmarshalJSON reads HeartbeatTimeout as text or nanoseconds.
+func (in *SessionInput) UnmarshalJSON(b []byte) error {
+	type plain SessionInput
+	aux := struct {
+		*plain
+		HeartbeatTimeout jsonDuration `json:"heartbeat_timeout,omitempty"`
+	}{plain: (*plain)(in)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	in.HeartbeatTimeout = time.Duration(aux.HeartbeatTimeout)
+	return nil
+}
+
+// MarshalJSON writes HeartbeatTimeout as text.
+func (in TurnInput) MarshalJSON() ([]byte, error) {
+	type plain TurnInput
+	return json.Marshal(struct {
+		plain
+		HeartbeatTimeout jsonDuration `json:"heartbeat_timeout,omitempty"`
+	}{plain(in), jsonDuration(in.HeartbeatTimeout)})
+}
+
+// UnmarshalJSON reads HeartbeatTimeout as text or nanoseconds.
+func (in *TurnInput) UnmarshalJSON(b []byte) error {
+	type plain TurnInput
+	aux := struct {
+		*plain
+		HeartbeatTimeout jsonDuration `json:"heartbeat_timeout,omitempty"`
+	}{plain: (*plain)(in)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	in.HeartbeatTimeout = time.Duration(aux.HeartbeatTimeout)
+	return nil
+}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/keelrun/keel/internal/tools/breaker"
 )
 
 // TestSessionInputDurationsReadable: the durations of a session's input are text in its JSON (as
@@ -55,5 +57,54 @@ func TestSessionInputDurationsReadable(t *testing.T) {
 	var l Limits
 	if err := json.Unmarshal([]byte(`{"max_duration":"thirty minutes"}`), &l); err == nil || !strings.Contains(err.Error(), "thirty minutes") {
 		t.Fatalf("a bad duration was not refused by name: %v", err)
+	}
+}
+
+// TestBreakerAndHeartbeatDurationsReadable: the circuit breaker's window and cooldown and the
+// heartbeat timeout read as text in a session's input and a turn's input, and the nanoseconds of
+// older inputs still read the same, so their histories replay.
+func TestBreakerAndHeartbeatDurationsReadable(t *testing.T) {
+	br := breaker.Config{Failures: 5, Window: 2 * time.Minute, Cooldown: time.Minute}
+	in := SessionInput{Task: "t", Policy: ToolPolicy{Breaker: br}, HeartbeatTimeout: 9 * time.Second}
+	turn := TurnInput{SessionID: "s", Policy: ToolPolicy{Breaker: br}, HeartbeatTimeout: 9 * time.Second}
+	cases := []struct {
+		name string
+		v    any
+		old  string
+		back func([]byte) (breaker.Config, time.Duration, error)
+	}{
+		{"session", in,
+			`{"task":"t","workdir":"","policy":{"breaker":{"failures":5,"window":120000000000,"cooldown":60000000000}},"heartbeat_timeout":9000000000}`,
+			func(b []byte) (breaker.Config, time.Duration, error) {
+				var got SessionInput
+				err := json.Unmarshal(b, &got)
+				return got.Policy.Breaker, got.HeartbeatTimeout, err
+			}},
+		{"turn", turn,
+			`{"session_id":"s","turn":0,"workdir":"","policy":{"breaker":{"failures":5,"window":120000000000,"cooldown":60000000000}},"heartbeat_timeout":9000000000}`,
+			func(b []byte) (breaker.Config, time.Duration, error) {
+				var got TurnInput
+				err := json.Unmarshal(b, &got)
+				return got.Policy.Breaker, got.HeartbeatTimeout, err
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := json.Marshal(c.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{`"window":"2m0s"`, `"cooldown":"1m0s"`, `"failures":5`, `"heartbeat_timeout":"9s"`} {
+				if !strings.Contains(string(b), want) {
+					t.Errorf("the JSON lacks %s: %s", want, b)
+				}
+			}
+			for _, js := range []string{string(b), c.old} {
+				gotBr, gotHB, err := c.back([]byte(js))
+				if err != nil || gotBr != br || gotHB != 9*time.Second {
+					t.Fatalf("read back %+v, %s, %v from %s", gotBr, gotHB, err, js)
+				}
+			}
+		})
 	}
 }
