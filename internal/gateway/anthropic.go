@@ -42,20 +42,14 @@ func (p *anthropicProvider) Stream(ctx context.Context, req Request, onDelta fun
 		return Response{}, fmt.Errorf("building anthropic request: %w", err)
 	}
 	x := &exchange{}
-	opts := []option.RequestOption{option.WithMiddleware(x.middleware)}
-	stream := p.messages.NewStreaming(ctx, params, opts...)
-	defer func() { _ = stream.Close() }()
-	if x.streaming() && x.mediaType != "text/event-stream" {
-		return Response{}, &SchemaError{Provider: ProviderAnthropic, Detail: fmt.Sprintf("content type %q instead of an event stream", x.mediaType)}
-	}
+	stream := p.messages.NewStreaming(ctx, params, option.WithMiddleware(x.middleware))
 	var acc messageAccumulator
-	for !acc.stopped && stream.Next() {
-		if err := acc.add(stream.Current(), onDelta); err != nil {
-			return Response{}, err
-		}
-	}
-	if err := stream.Err(); err != nil {
-		return Response{}, streamFailure(ctx, ProviderAnthropic, x, err)
+	err = readStream(ctx, ProviderAnthropic, x, stream, func(ev anthropic.MessageStreamEventUnion) (bool, error) {
+		err := acc.add(ev, onDelta)
+		return acc.stopped, err
+	})
+	if err != nil {
+		return Response{}, err
 	}
 	return acc.finish()
 }

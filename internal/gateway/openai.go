@@ -17,6 +17,12 @@ type openaiProvider struct {
 // newOpenAI builds the service from explicit options only: constructing the service directly
 // (not through openai.NewClient) keeps OPENAI_* environment variables out of it.
 func newOpenAI(cfg Config) *openaiProvider {
+	return &openaiProvider{chat: openai.NewChatCompletionService(openaiOptions(cfg)...), cfg: cfg}
+}
+
+// openaiOptions are the options of every OpenAI service Keel builds: the configured gateway, key
+// and HTTP client, and no retries of the SDK's own.
+func openaiOptions(cfg Config) []option.RequestOption {
 	opts := []option.RequestOption{
 		option.WithEnvironmentProduction(),
 		option.WithHTTPClient(cfg.HTTPClient),
@@ -28,7 +34,7 @@ func newOpenAI(cfg Config) *openaiProvider {
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
-	return &openaiProvider{chat: openai.NewChatCompletionService(opts...), cfg: cfg}
+	return opts
 }
 
 // Name names the provider.
@@ -41,20 +47,13 @@ func (p *openaiProvider) Stream(ctx context.Context, req Request, onDelta func(s
 		return Response{}, fmt.Errorf("building openai request: %w", err)
 	}
 	x := &exchange{watchDone: true}
-	opts := []option.RequestOption{option.WithMiddleware(x.middleware)}
-	stream := p.chat.NewStreaming(ctx, params, opts...)
-	defer func() { _ = stream.Close() }()
-	if x.streaming() && x.mediaType != "text/event-stream" {
-		return Response{}, &SchemaError{Provider: ProviderOpenAI, Detail: fmt.Sprintf("content type %q instead of an event stream", x.mediaType)}
-	}
+	stream := p.chat.NewStreaming(ctx, params, option.WithMiddleware(x.middleware))
 	var acc chatAccumulator
-	for stream.Next() {
-		if err := acc.add(stream.Current(), onDelta); err != nil {
-			return Response{}, err
-		}
-	}
-	if err := stream.Err(); err != nil {
-		return Response{}, streamFailure(ctx, ProviderOpenAI, x, err)
+	err = readStream(ctx, ProviderOpenAI, x, stream, func(c openai.ChatCompletionChunk) (bool, error) {
+		return false, acc.add(c, onDelta)
+	})
+	if err != nil {
+		return Response{}, err
 	}
 	return acc.finish(x.sawDone())
 }
