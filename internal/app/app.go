@@ -159,7 +159,7 @@ func modelChain(cfg config.Config, primary gateway.Provider, gatewayURL string) 
 		fcfg := gateway.Config{Provider: f.Provider, BaseURL: f.BaseURL, APIKey: f.APIKey, Model: f.Model}
 		if fcfg.BaseURL == "" && cfg.Gateway.Fake {
 			fcfg.BaseURL = strings.TrimSuffix(gatewayURL, "/v1")
-			if f.Provider == gateway.ProviderOpenAI {
+			if f.Provider != gateway.ProviderAnthropic {
 				fcfg.BaseURL += "/v1"
 			}
 		}

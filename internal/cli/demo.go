@@ -14,6 +14,7 @@ import (
 
 	"github.com/keelrun/keel/internal/app"
 	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/demo"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
 	"github.com/keelrun/keel/internal/devkit/flakymcp/flaky"
@@ -32,7 +33,7 @@ func addLimitFlags(cmd *cobra.Command) {
 	f.String("max-turns", "", "stop after this many turns (limits.max_turns)")
 	f.String("max-duration", "", "stop after this much time, e.g. 90s (limits.max_duration)")
 	f.String("max-tokens", "", "stop once this many tokens were used (limits.max_tokens)")
-	f.String("provider", "", "model provider wire format: openai or anthropic (gateway.provider)")
+	f.String("provider", "", "model provider wire format: "+strings.Join(contract.Providers, ", ")+" (gateway.provider)")
 	f.String("model", "", "model alias (gateway.model)")
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/keelrun/keel/internal/contract"
 )
 
 func TestLoad(t *testing.T) {
@@ -43,6 +45,11 @@ func TestLoad(t *testing.T) {
 		{name: "KEEL_ wins over TEMPORAL_", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "TEMPORAL_ADDRESS": "a:1", "KEEL_TEMPORAL_ADDRESS": "b:2"}, check: func(t *testing.T, c Config) {
 			if c.Temporal.Address != "b:2" {
 				t.Fatalf("address %q", c.Temporal.Address)
+			}
+		}},
+		{name: "the Responses provider", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_GATEWAY_PROVIDER": "OpenAI-Responses"}, check: func(t *testing.T, c Config) {
+			if c.Gateway.Provider != contract.ProviderOpenAIResponses {
+				t.Fatalf("provider %q, want %q", c.Gateway.Provider, contract.ProviderOpenAIResponses)
 			}
 		}},
 		{name: "fixed jitter", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_GATEWAY_RETRY_FIXED_JITTER": "0.5"}, check: func(t *testing.T, c Config) {
@@ -140,10 +147,11 @@ func TestFallbacks(t *testing.T) {
 	}{
 		{
 			name: "two fallbacks, keys from the environment",
-			yaml: "gateway:\n  api_key: k\n  fallbacks:\n    - {provider: anthropic, base_url: http://a, model: claude-x, api_key_env: FB_KEY_A}\n    - {provider: OpenAI, base_url: http://b/v1, model: gpt-y, api_key_env: FB_KEY_B}\n",
+			yaml: "gateway:\n  api_key: k\n  fallbacks:\n    - {provider: anthropic, base_url: http://a, model: claude-x, api_key_env: FB_KEY_A}\n    - {provider: OpenAI, base_url: http://b/v1, model: gpt-y, api_key_env: FB_KEY_B}\n    - {provider: openai-responses, base_url: http://c/v1, model: gpt-z, api_key_env: FB_KEY_B}\n",
 			want: []Fallback{
 				{Provider: "anthropic", BaseURL: "http://a", Model: "claude-x", APIKeyEnv: "FB_KEY_A", APIKey: "key-a"},
 				{Provider: "openai", BaseURL: "http://b/v1", Model: "gpt-y", APIKeyEnv: "FB_KEY_B", APIKey: "key-b"},
+				{Provider: "openai-responses", BaseURL: "http://c/v1", Model: "gpt-z", APIKeyEnv: "FB_KEY_B", APIKey: "key-b"},
 			},
 		},
 		{name: "unknown provider", yaml: "gateway:\n  api_key: k\n  fallbacks:\n    - {provider: bogus, base_url: http://a, model: m, api_key_env: FB_KEY_A}\n", err: `gateway.fallbacks[0]: provider "bogus"`},

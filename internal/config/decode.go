@@ -98,8 +98,8 @@ func (d *decoder) fallbacks(fake bool) []Fallback {
 		f.APIKey = os.Getenv(f.APIKeyEnv)
 		var msg string
 		switch {
-		case f.Provider != contract.ProviderOpenAI && f.Provider != contract.ProviderAnthropic:
-			msg = fmt.Sprintf("provider %q is not one of %s, %s", f.Provider, contract.ProviderOpenAI, contract.ProviderAnthropic)
+		case !slices.Contains(contract.Providers, f.Provider):
+			msg = fmt.Sprintf("provider %q is not one of %s", f.Provider, strings.Join(contract.Providers, ", "))
 		case strings.TrimSpace(f.Model) == "":
 			msg = "model is empty"
 		case fake:
@@ -133,7 +133,7 @@ func decode(v *viper.Viper) (Config, error) {
 		c.Temporal.UIURL = defaultUIURL(c.Temporal.Address, c.Dev.UIPort)
 	}
 	c.Gateway = Gateway{
-		Provider: d.oneOf("gateway.provider", contract.ProviderOpenAI, contract.ProviderAnthropic),
+		Provider: d.oneOf("gateway.provider", contract.Providers...),
 		BaseURL:  v.GetString("gateway.base_url"),
 		APIKey:   v.GetString("gateway.api_key"),
 		Model:    v.GetString("gateway.model"),

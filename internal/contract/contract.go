@@ -83,6 +83,11 @@ type Message struct {
 	// Note marks a record Keel itself wrote into the transcript (a limit that tripped, an
 	// escalation answer) so a later turn or a resumed session knows why something happened.
 	Note string `json:"note,omitempty"`
+	// Reasoning holds the reasoning items an OpenAI Responses model returned before this
+	// assistant message, each the item's JSON exactly as sent (id, summary, encrypted_content).
+	// Nothing in Keel reads them: the next request hands them back in order, so the model keeps
+	// its reasoning across turns without the gateway storing the conversation.
+	Reasoning []json.RawMessage `json:"reasoning,omitempty"`
 }
 
 // ToolCall is a model's request to run one tool. Arguments is kept as the raw text the model sent,

@@ -6,8 +6,14 @@ package contract
 const (
 	ProviderOpenAI    = "openai"
 	ProviderAnthropic = "anthropic"
+	// ProviderOpenAIResponses is OpenAI's Responses API, which carries reasoning items between
+	// turns; ProviderOpenAI is its chat completions API.
+	ProviderOpenAIResponses = "openai-responses"
 
 	ChannelSlack   = "slack"
 	ChannelGitHub  = "github"
 	ChannelWebhook = "webhook"
 )
+
+// Providers lists every gateway.provider value, for validation and for messages that name them.
+var Providers = []string{ProviderOpenAI, ProviderOpenAIResponses, ProviderAnthropic}

@@ -62,6 +62,9 @@ func (f apiFailure) isBudget() bool {
 // describe is a short account of the failure for a user message.
 func (f apiFailure) describe() string {
 	s := fmt.Sprintf("HTTP %d", f.status)
+	if f.status == http.StatusOK {
+		s = "error event in the stream" // the request succeeded; the stream reported the failure
+	}
 	switch {
 	case f.message != "":
 		s += ": " + f.message
@@ -80,8 +83,11 @@ func apiFailureOf(err error) (apiFailure, bool) {
 		ae  *anthropic.Error
 		se  *StatusError
 		sse *ssestream.StreamError
+		ee  *EventError
 	)
 	switch {
+	case errors.As(err, &ee):
+		return apiFailure{status: http.StatusOK, kind: ee.Code, code: ee.Code, message: ee.Message}, true
 	case errors.As(err, &oe):
 		return apiFailure{status: oe.StatusCode, header: headerOf(oe.Response), kind: oe.Type,
 			code: oe.Code, message: oe.Message, body: oe.RawJSON()}, true

@@ -54,6 +54,12 @@ func TestClassifyErrors(t *testing.T) {
 		{"status 502 after output", &StatusError{StatusCode: 502}, 4, contract.ClassTruncated, Surface},
 		{"status 401", &StatusError{StatusCode: 401, Body: `{"error":{"message":"bad key"}}`}, 0, contract.ClassUnknown, Surface},
 		{"status 404", &StatusError{StatusCode: 404}, 0, contract.ClassUnknown, Surface},
+		{"stream event server_error", &EventError{Event: "response.failed", Code: "server_error"}, 0, contract.ClassTransport, Retry},
+		{"stream event rate_limit_exceeded", &EventError{Event: "error", Code: "rate_limit_exceeded"}, 0, contract.ClassThrottle, Retry},
+		{"stream event insufficient_quota", &EventError{Event: "error", Code: "insufficient_quota"}, 0, contract.ClassBudget, Surface},
+		{"stream event server_error after output", &EventError{Event: "response.failed", Code: "server_error"}, 2, contract.ClassTruncated, Surface},
+		{"stream event invalid_prompt", &EventError{Event: "response.failed", Code: "invalid_prompt", Message: "flagged"}, 0, contract.ClassUnknown, Surface},
+		{"stream event without a code", &EventError{Event: "response.failed", Message: "the response failed without an error"}, 0, contract.ClassUnknown, Surface},
 		{"unrecognised", errors.New("something odd"), 0, contract.ClassUnknown, Surface},
 		{"nil", nil, 0, contract.ClassUnknown, Surface},
 	}
@@ -99,5 +105,13 @@ func TestNewUnknownProvider(t *testing.T) {
 	_, err := New(Config{Provider: "gemini"})
 	if err == nil || !strings.Contains(err.Error(), `"gemini"`) {
 		t.Fatalf("New(gemini) error = %v, want one naming the provider", err)
+	}
+}
+
+// TestClassifyEventErrorMessage: a failure the stream reported says so, with the provider's words.
+func TestClassifyEventErrorMessage(t *testing.T) {
+	d := Classify(&EventError{Provider: ProviderOpenAIResponses, Event: "response.failed", Code: "server_error", Message: "The model failed."}, 0)
+	if !strings.Contains(d.Message, "error event in the stream: The model failed.") {
+		t.Errorf("message = %q, want it to name the error event and its message", d.Message)
 	}
 }

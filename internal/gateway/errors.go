@@ -78,3 +78,20 @@ func (e *StatusError) Error() string {
 
 // Unwrap exposes the underlying error, so errors.Is and errors.As see through it.
 func (e *StatusError) Unwrap() error { return e.Err }
+
+// EventError reports a failure the gateway sent inside a successful (HTTP 200) event stream: an
+// OpenAI Responses `error` event, or a response that ended with status failed. Code is the
+// provider's error code (server_error, rate_limit_exceeded, ...), which Classify reads the way it
+// reads the error type of an HTTP error.
+type EventError struct {
+	Provider string
+	// Event is the event type that carried the failure.
+	Event   string
+	Code    string
+	Message string
+}
+
+// Error describes the failure for logs.
+func (e *EventError) Error() string {
+	return fmt.Sprintf("%s stream reported a failure (%s): %s: %s", e.Provider, e.Event, e.Code, e.Message)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/keelrun/keel/internal/contract"
 )
@@ -12,6 +13,8 @@ import (
 const (
 	ProviderOpenAI    = contract.ProviderOpenAI
 	ProviderAnthropic = contract.ProviderAnthropic
+	// ProviderOpenAIResponses speaks OpenAI's Responses API.
+	ProviderOpenAIResponses = contract.ProviderOpenAIResponses
 )
 
 // DefaultMaxTokens bounds a reply when Config.MaxTokens is zero. Anthropic requires a bound on
@@ -51,21 +54,22 @@ type Provider interface {
 
 // Config selects and configures a provider client.
 type Config struct {
-	// Provider is "openai" or "anthropic".
+	// Provider is one of contract.Providers: "openai", "openai-responses" or "anthropic".
 	Provider string
-	// BaseURL is the gateway's root: for OpenAI-compatible gateways including /v1
+	// BaseURL is the gateway's root: for OpenAI-compatible gateways (both APIs) including /v1
 	// (http://host/v1), for Anthropic without it (http://host).
 	BaseURL string
 	APIKey  string
 	// Model is used when a Request names none.
 	Model string
 	// MaxTokens bounds the reply; zero means DefaultMaxTokens for Anthropic and no bound for
-	// OpenAI.
+	// OpenAI (max_completion_tokens, or max_output_tokens on the Responses API).
 	MaxTokens int64
 	// HTTPClient carries the requests; nil means a fresh client on http.DefaultTransport.
 	HTTPClient *http.Client
-	// NoPromptCache leaves out the prompt-cache hints (Anthropic cache_control breakpoints, OpenAI
-	// prompt_cache_key): for a gateway that refuses them, and for measuring what they save.
+	// NoPromptCache leaves out the prompt-cache hints (Anthropic cache_control breakpoints, OpenAI's
+	// prompt_cache_key on both of its APIs): for a gateway that refuses them, and for measuring
+	// what they save.
 	NoPromptCache bool
 }
 
@@ -79,10 +83,12 @@ func New(cfg Config) (Provider, error) {
 	switch cfg.Provider {
 	case ProviderOpenAI:
 		return newOpenAI(cfg), nil
+	case ProviderOpenAIResponses:
+		return newResponses(cfg), nil
 	case ProviderAnthropic:
 		return newAnthropic(cfg), nil
 	default:
-		return nil, fmt.Errorf("creating gateway client: unknown provider %q (want %q or %q)", cfg.Provider, ProviderOpenAI, ProviderAnthropic)
+		return nil, fmt.Errorf("creating gateway client: unknown provider %q (want one of %s)", cfg.Provider, strings.Join(contract.Providers, ", "))
 	}
 }
 

@@ -28,8 +28,9 @@ type gw struct {
 
 // paths are the endpoints each provider's SDK posts to.
 var paths = map[string]string{
-	ProviderOpenAI:    "/v1/chat/completions",
-	ProviderAnthropic: "/v1/messages",
+	ProviderOpenAI:          "/v1/chat/completions",
+	ProviderOpenAIResponses: "/v1/responses",
+	ProviderAnthropic:       "/v1/messages",
 }
 
 func newGW(t *testing.T, provider string, h http.HandlerFunc) *gw {
@@ -55,7 +56,7 @@ func newGW(t *testing.T, provider string, h http.HandlerFunc) *gw {
 func (g *gw) client(t *testing.T) Provider {
 	t.Helper()
 	base := g.srv.URL
-	if g.provider == ProviderOpenAI {
+	if g.provider != ProviderAnthropic {
 		base += "/v1"
 	}
 	p, err := New(Config{Provider: g.provider, BaseURL: base, APIKey: "test-key", Model: "gw-model", HTTPClient: g.srv.Client()})
@@ -231,8 +232,9 @@ func TestEnvironmentIgnored(t *testing.T) {
 	t.Setenv("ANTHROPIC_CUSTOM_HEADERS", "X-From-Env: leaked")
 	t.Setenv("ANTHROPIC_API_KEY", "env-key")
 	handlers := map[string]http.HandlerFunc{
-		ProviderOpenAI:    oaStream(oaText("ok"), oaFinish("stop"), "[DONE]"),
-		ProviderAnthropic: antStream(antStart(1), antTextStart(0), antText(0, "ok"), antBlockStop(0), antDelta("end_turn", 1), antStop()),
+		ProviderOpenAI:          oaStream(oaText("ok"), oaFinish("stop"), "[DONE]"),
+		ProviderOpenAIResponses: rsStream(rsOK("ok")...),
+		ProviderAnthropic:       antStream(antStart(1), antTextStart(0), antText(0, "ok"), antBlockStop(0), antDelta("end_turn", 1), antStop()),
 	}
 	for provider, h := range handlers {
 		t.Run(provider, func(t *testing.T) {
@@ -263,8 +265,9 @@ func TestStreamReturnsAtTerminator(t *testing.T) {
 		}
 	}
 	handlers := map[string]http.HandlerFunc{
-		ProviderOpenAI:    oaStream(oaText("ok"), oaFinish("stop"), "[DONE]"),
-		ProviderAnthropic: antStream(antStart(1), antTextStart(0), antText(0, "ok"), antBlockStop(0), antDelta("end_turn", 1), antStop()),
+		ProviderOpenAI:          oaStream(oaText("ok"), oaFinish("stop"), "[DONE]"),
+		ProviderOpenAIResponses: rsStream(rsOK("ok")...),
+		ProviderAnthropic:       antStream(antStart(1), antTextStart(0), antText(0, "ok"), antBlockStop(0), antDelta("end_turn", 1), antStop()),
 	}
 	for provider, h := range handlers {
 		t.Run(provider, func(t *testing.T) {
