@@ -17,8 +17,8 @@ import (
 )
 
 // TestPromptCacheHints: the Anthropic client marks three cache_control breakpoints (the last
-// tool, the system prompt, the newest block) and the OpenAI client sends the session as
-// prompt_cache_key; with NoPromptCache neither is sent. The second call of a session reads the
+// tool, the system prompt, the newest block) and the OpenAI clients (both APIs) send the session
+// as prompt_cache_key; with NoPromptCache neither is sent. The second call of a session reads the
 // first one's prefix from the fake's cache, and the usage says so.
 func TestPromptCacheHints(t *testing.T) {
 	cases := []struct {
@@ -31,6 +31,8 @@ func TestPromptCacheHints(t *testing.T) {
 		{gateway.ProviderAnthropic, true, `"cache_control"`, 0},
 		{gateway.ProviderOpenAI, false, `"prompt_cache_key":"session-7"`, 1},
 		{gateway.ProviderOpenAI, true, `"prompt_cache_key"`, 0},
+		{gateway.ProviderOpenAIResponses, false, `"prompt_cache_key":"session-7"`, 1},
+		{gateway.ProviderOpenAIResponses, true, `"prompt_cache_key"`, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.provider+map[bool]string{true: " without", false: " with"}[c.noCache], func(t *testing.T) {
@@ -47,7 +49,7 @@ func TestPromptCacheHints(t *testing.T) {
 			}))
 			defer srv.Close()
 			base := srv.URL
-			if c.provider == gateway.ProviderOpenAI {
+			if c.provider != gateway.ProviderAnthropic {
 				base += "/v1"
 			}
 			p, err := gateway.New(gateway.Config{Provider: c.provider, BaseURL: base, APIKey: "k", Model: "m", NoPromptCache: c.noCache})

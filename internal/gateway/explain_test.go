@@ -19,6 +19,7 @@ func TestFailuresNameHostAndFix(t *testing.T) {
 		want     []string
 	}{
 		{"openai 404", ProviderOpenAI, notFound, []string{"HTTP 404", "gateway.base_url", "gateway.model"}},
+		{"openai-responses 404", ProviderOpenAIResponses, notFound, []string{"HTTP 404", "gateway.base_url", "gateway.model"}},
 		{"anthropic 404", ProviderAnthropic, status(404, "application/json", `{"type":"error","error":{"type":"not_found_error","message":"model: claude-nope"}}`),
 			[]string{"HTTP 404", "gateway.base_url", "gateway.model"}},
 		{"openai 401", ProviderOpenAI, status(401, "application/json", `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`),

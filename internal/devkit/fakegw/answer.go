@@ -21,9 +21,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, wf wire, t trans
 	sum := sha256.Sum256(append([]byte(r.URL.Path+"\n"+mode+"\n"), body...))
 	rec := Record{
 		At: at, Path: r.URL.Path, Format: wf.name(), Mode: mode, Hash: hex.EncodeToString(sum[:]),
-		First:   !t.hasAssistant(),
-		Strict:  strings.Contains(t.allText(), contract.StrictInstruction),
-		Persons: t.personTexts(),
+		First:     !t.hasAssistant(),
+		Strict:    strings.Contains(t.allText(), contract.StrictInstruction),
+		Persons:   t.personTexts(),
+		Reasoning: t.Reasoning,
 	}
 	attempt, idx := s.stats.begin(rec)
 	f := faultFor(mode, attempt, rec.First)
@@ -123,7 +124,7 @@ func (s *Server) plan(mode string, t transcript, hash string, bodyLen int, f fau
 	if model == "" {
 		model = "fake-model"
 	}
-	p := plan{Model: model, ID: hash, Reply: r, IncludeUsage: t.IncludeUsage, InputTokens: tokens(bodyLen)}
+	p := plan{Model: model, ID: hash, Reply: r, IncludeUsage: t.IncludeUsage, EncryptedReasoning: t.EncryptedReasoning, InputTokens: tokens(bodyLen)}
 	switch f.Kind {
 	case faultSlow:
 		p.Slow, p.SlowEvery = slowPieces(int(s.opts.SlowStreamDuration/s.opts.SlowStreamInterval)), s.opts.SlowStreamInterval

@@ -14,8 +14,10 @@ import (
 // last breakpoint beyond that (cache_creation_input_tokens), and input_tokens counts only the rest.
 // OpenAI caches on its own, prompts of 1,024 tokens and more, in 128-token steps, per
 // prompt_cache_key; usage.prompt_tokens includes the cached part, reported in
-// prompt_tokens_details.cached_tokens. A prefix is compared block by block (tools, system blocks,
-// message blocks), with cache_control markers left out, so marking a block does not change it.
+// prompt_tokens_details.cached_tokens (on the Responses API: input_tokens and
+// input_tokens_details.cached_tokens, the prefix being the instructions and the input items). A
+// prefix is compared block by block (tools, system blocks, message blocks or input items), with
+// cache_control markers left out, so marking a block does not change it.
 
 // minCacheTokens is the shortest prefix either API caches.
 const minCacheTokens = 1024
@@ -113,6 +115,8 @@ func cacheUnits(format string, body []byte) ([]unit, string) {
 		Tools          []json.RawMessage `json:"tools"`
 		System         json.RawMessage   `json:"system"`
 		Messages       []json.RawMessage `json:"messages"`
+		Instructions   json.RawMessage   `json:"instructions"`
+		Input          json.RawMessage   `json:"input"`
 		PromptCacheKey string            `json:"prompt_cache_key"`
 	}
 	if json.Unmarshal(body, &req) != nil {
@@ -123,9 +127,14 @@ func cacheUnits(format string, body []byte) ([]unit, string) {
 		units = append(units, newUnit(t))
 	}
 	if format != "anthropic" {
+		// Chat completions: the messages. Responses: the instructions, then the input items.
+		if len(req.Instructions) > 0 && string(req.Instructions) != "null" {
+			units = append(units, newUnit(req.Instructions))
+		}
 		for _, m := range req.Messages {
 			units = append(units, newUnit(m))
 		}
+		units = append(units, blockUnits(req.Input)...)
 		return units, req.PromptCacheKey
 	}
 	units = append(units, blockUnits(req.System)...)

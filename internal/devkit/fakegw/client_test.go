@@ -16,7 +16,7 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 )
 
-// This file is a small client of both wire formats, written from the providers' documented
+// This file is a small client of every wire format, written from the providers' documented
 // shapes, so the tests drive the fake over real HTTP without any provider SDK.
 
 // wireCase names a wire format and how to call it.
@@ -32,6 +32,7 @@ type wireCase struct {
 var wires = []wireCase{
 	{name: "openai", path: "/v1/chat/completions", body: openAIBody, decode: decodeOpenAI},
 	{name: "anthropic", path: "/v1/messages", body: anthropicBody, decode: decodeAnthropic},
+	{name: FormatResponses, path: "/v1/responses", body: responsesBody, decode: decodeResponses},
 }
 
 // streamed is what a client made of a response stream.
@@ -44,6 +45,8 @@ type streamed struct {
 	Stop     string
 	Complete bool
 	Usage    contract.Usage
+	// Reasoning are the reasoning items of a Responses stream, as output_item.done sent them.
+	Reasoning []json.RawMessage
 }
 
 // sseEvent is one server-sent event.
@@ -381,4 +384,108 @@ func readEvents(t *testing.T, resp *http.Response, n int) []sseEvent {
 		}
 	}
 	return out
+}
+
+// responsesBody encodes a conversation as a Responses request (stateless, with the encrypted
+// reasoning asked for); reasoning, when given, goes before the assistant message of that index.
+func responsesBody(system string, msgs []message) []byte {
+	return responsesBodyWith(system, msgs, nil)
+}
+
+func responsesBodyWith(system string, msgs []message, reasoning map[int][]json.RawMessage) []byte {
+	var in []any
+	for i, m := range msgs {
+		switch m.Role {
+		case "tool":
+			in = append(in, map[string]any{"type": "function_call_output", "call_id": m.CallID, "output": m.Text})
+		case "assistant":
+			for _, r := range reasoning[i] {
+				in = append(in, r)
+			}
+			if m.Text != "" || len(m.Calls) == 0 {
+				in = append(in, map[string]any{"type": "message", "role": "assistant", "content": m.Text})
+			}
+			for _, c := range m.Calls {
+				in = append(in, map[string]any{"type": "function_call", "call_id": c.ID, "name": c.Name, "arguments": c.Args})
+			}
+		default:
+			in = append(in, map[string]any{"type": "message", "role": m.Role, "content": []any{map[string]any{"type": "input_text", "text": m.Text}}})
+		}
+	}
+	req := map[string]any{"model": "gw-model", "input": in, "stream": true, "store": false, "include": []string{"reasoning.encrypted_content"}}
+	if system != "" {
+		req["instructions"] = system
+	}
+	b, _ := json.Marshal(req)
+	return b
+}
+
+func decodeResponses(events []sseEvent) (streamed, error) {
+	var s streamed
+	calls := map[int]*call{}
+	var order []int
+	for _, e := range events {
+		var ev struct {
+			Type        string          `json:"type"`
+			OutputIndex int             `json:"output_index"`
+			Delta       string          `json:"delta"`
+			Item        json.RawMessage `json:"item"`
+			Response    struct {
+				Status string `json:"status"`
+				Usage  *struct {
+					InputTokens        int64 `json:"input_tokens"`
+					OutputTokens       int64 `json:"output_tokens"`
+					InputTokensDetails struct {
+						CachedTokens int64 `json:"cached_tokens"`
+					} `json:"input_tokens_details"`
+				} `json:"usage"`
+			} `json:"response"`
+		}
+		if err := json.Unmarshal([]byte(e.Data), &ev); err != nil {
+			return s, fmt.Errorf("event %s %q: %w", e.Name, e.Data, err)
+		}
+		if ev.Type != e.Name {
+			return s, fmt.Errorf("event name %q carries type %q", e.Name, ev.Type)
+		}
+		var item struct {
+			Type   string `json:"type"`
+			CallID string `json:"call_id"`
+			Name   string `json:"name"`
+		}
+		if len(ev.Item) > 0 {
+			if err := json.Unmarshal(ev.Item, &item); err != nil {
+				return s, fmt.Errorf("item %q: %w", ev.Item, err)
+			}
+		}
+		switch ev.Type {
+		case "response.output_item.added":
+			if item.Type == "function_call" {
+				calls[ev.OutputIndex] = &call{ID: item.CallID, Name: item.Name}
+				order = append(order, ev.OutputIndex)
+			}
+		case "response.output_item.done":
+			if item.Type == "reasoning" {
+				s.Reasoning = append(s.Reasoning, ev.Item)
+			}
+		case "response.output_text.delta":
+			s.Text += ev.Delta
+			s.Deltas++
+		case "response.refusal.delta":
+			s.Refusal += ev.Delta
+		case "response.function_call_arguments.delta":
+			calls[ev.OutputIndex].Args += ev.Delta
+		case "response.completed":
+			s.Complete, s.Stop = true, ev.Response.Status
+			if u := ev.Response.Usage; u != nil {
+				s.Usage = contract.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.InputTokensDetails.CachedTokens}
+			}
+		}
+	}
+	if s.Refusal != "" {
+		s.Stop = "refusal"
+	}
+	for _, i := range order {
+		s.Calls = append(s.Calls, *calls[i])
+	}
+	return s, nil
 }

@@ -121,11 +121,11 @@ func checkOutcome(t *testing.T, wireName string, attempt int, got outcome, e exp
 		}
 	}
 	if e.kind == "stream" {
-		refusalStop := map[string]string{"openai": "content_filter", "anthropic": "refusal"}[wireName]
+		refusalStop := map[string]string{"openai": "content_filter", "anthropic": "refusal", FormatResponses: "refusal"}[wireName]
 		if e.refusal != (got.Stream.Stop == refusalStop) {
 			t.Errorf("attempt %d: stop %q, refusal expected: %v", attempt, got.Stream.Stop, e.refusal)
 		}
-		if e.refusal && wireName == "openai" && got.Stream.Refusal == "" {
+		if e.refusal && wireName != "anthropic" && got.Stream.Refusal == "" {
 			t.Errorf("attempt %d: no refusal text", attempt)
 		}
 		if e.refusal && len(got.Stream.Calls) > 0 {

@@ -34,8 +34,10 @@ type plan struct {
 	// CutAfterText stops the stream after the text deltas.
 	CutAfterText bool
 	IncludeUsage bool
-	InputTokens  int
-	OutputTokens int
+	// EncryptedReasoning sends the reasoning item's encrypted_content (Responses API).
+	EncryptedReasoning bool
+	InputTokens        int
+	OutputTokens       int
 	// Cache is the prompt cache's part in InputTokens.
 	Cache cacheUse
 }

@@ -96,12 +96,12 @@ func (c *conversation) run(maxTurns int) string {
 		}
 		c.msgs = append(c.msgs, message{Role: "assistant", Text: s.Text, Calls: s.Calls})
 		if len(s.Calls) == 0 {
-			if want := map[string]string{"openai": "stop", "anthropic": "end_turn"}[c.wire.name]; s.Stop != want {
+			if want := map[string]string{"openai": "stop", "anthropic": "end_turn", FormatResponses: "completed"}[c.wire.name]; s.Stop != want {
 				c.t.Errorf("final stop reason %q, want %q", s.Stop, want)
 			}
 			return s.Text
 		}
-		if want := map[string]string{"openai": "tool_calls", "anthropic": "tool_use"}[c.wire.name]; s.Stop != want {
+		if want := map[string]string{"openai": "tool_calls", "anthropic": "tool_use", FormatResponses: "completed"}[c.wire.name]; s.Stop != want {
 			c.t.Errorf("stop reason %q, want %q", s.Stop, want)
 		}
 		for _, cl := range s.Calls {

@@ -1,8 +1,8 @@
 // Package fakegw is a local model gateway for Keel's demo and tests. It speaks the real wire
-// formats of OpenAI chat completions and the Anthropic Messages API (both streaming over SSE), so
-// the real provider clients talk to it unchanged, and it answers with a scripted, stateless model
-// that walks the demo task. Faults and odd model behaviour are picked by a line of the task (see
-// WithMode and the Mode constants).
+// formats of OpenAI chat completions, OpenAI's Responses API and the Anthropic Messages API (all
+// streaming over SSE), so the real provider clients talk to it unchanged, and it answers with a
+// scripted, stateless model that walks the demo task. Faults and odd model behaviour are picked
+// by a line of the task (see WithMode and the Mode constants).
 package fakegw
 
 import (
@@ -58,13 +58,15 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, log: log, stats: newStats(), cache: newPromptCache(), mux: http.NewServeMux()}
 	s.mux.HandleFunc("POST /v1/chat/completions", s.handle(openAI{}))
 	s.mux.HandleFunc("POST /chat/completions", s.handle(openAI{}))
+	s.mux.HandleFunc("POST /v1/responses", s.handle(responsesAPI{}))
+	s.mux.HandleFunc("POST /responses", s.handle(responsesAPI{}))
 	s.mux.HandleFunc("POST /v1/messages", s.handle(anthropic{}))
 	s.mux.HandleFunc("/", notFound)
 	return s
 }
 
-// Handler serves both wire formats: OpenAI clients with base URL BaseURL()+"/v1", Anthropic
-// clients with base URL BaseURL().
+// Handler serves every wire format: OpenAI clients (both APIs) with base URL BaseURL()+"/v1",
+// Anthropic clients with base URL BaseURL().
 func (s *Server) Handler() http.Handler { return s.mux }
 
 // Start listens on addr (for example "127.0.0.1:0") and serves in the background until Close.

@@ -15,7 +15,7 @@ type Record struct {
 	// At is when the request arrived, before its body was read: tests measure retry waits as
 	// the gaps between the arrivals of a call's attempts.
 	At time.Time
-	// Path is the request path; Format is "openai" or "anthropic".
+	// Path is the request path; Format is "openai", "openai-responses" or "anthropic".
 	Path   string
 	Format string
 	Mode   string
@@ -31,6 +31,9 @@ type Record struct {
 	// (contract.PersonPrefix: an escalation edit or a steering message), in order, so a test can
 	// check what each model call was given.
 	Persons []string
+	// Reasoning counts the reasoning items a Responses request handed back, each one the fake
+	// sent, intact (a request with an altered or bare one is refused with 400).
+	Reasoning int
 	// Status is the HTTP status sent; 0 when the connection was closed before any byte.
 	Status int
 	// Fault names the fault injected into this response, empty for a normal reply.

@@ -19,6 +19,10 @@ type transcript struct {
 	// Stream and IncludeUsage are what the request asked for.
 	Stream       bool
 	IncludeUsage bool
+	// EncryptedReasoning is set when a Responses request includes reasoning.encrypted_content;
+	// Reasoning counts the reasoning items it handed back, each verified as one the fake sent.
+	EncryptedReasoning bool
+	Reasoning          int
 }
 
 // message is one entry of a transcript.
