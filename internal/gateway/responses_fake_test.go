@@ -45,10 +45,19 @@ func TestResponsesCarriesReasoningBetweenTurns(t *testing.T) {
 			msgs = append(msgs, contract.Message{Role: contract.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: "ok"})
 		}
 	}
-	recs := gw.Stats().Records
-	if len(recs) != turns {
-		t.Fatalf("%d requests, want %d", len(recs), turns)
+	// The client returns at response.completed, before the fake has finished recording the stream.
+	st, err := gw.WaitStats(ctx, func(s fakegw.Stats) bool {
+		for _, r := range s.Records {
+			if r.Status == 0 {
+				return false
+			}
+		}
+		return len(s.Records) == turns
+	})
+	if err != nil {
+		t.Fatalf("%v: %+v", err, st.Records)
 	}
+	recs := st.Records
 	for i, r := range recs {
 		if r.Format != fakegw.FormatResponses || r.Status != 200 || r.Reasoning != i {
 			t.Errorf("request %d: format %s status %d carried %d reasoning items, want %d", i+1, r.Format, r.Status, r.Reasoning, i)
