@@ -9,9 +9,10 @@ import (
 )
 
 // TestDemoCompletes is the spine end to end: the scripted model reads, tests, fixes and retests
-// the example workspace through the real worker and a real server, in both wire formats.
+// the example workspace through the real worker and a real server, in every wire format, and the
+// summary counts the input tokens read from the prompt cache.
 func TestDemoCompletes(t *testing.T) {
-	for _, provider := range []string{"openai", "anthropic"} {
+	for _, provider := range contract.Providers {
 		t.Run(provider, func(t *testing.T) {
 			r := runStarter(t, []string{"KEEL_GATEWAY_PROVIDER=" + provider}, "demo", "--output", "jsonl")
 			if r.Code != 0 {
@@ -26,6 +27,9 @@ func TestDemoCompletes(t *testing.T) {
 			}
 			if s.WorkflowID == "" || s.RunID == "" || s.GatewayCalls != s.Turns || s.GatewayAttempts != s.GatewayCalls || s.Tokens <= 0 {
 				t.Fatalf("summary fields are not filled in: %+v", s)
+			}
+			if s.CachedTokens <= 0 {
+				t.Errorf("cached_tokens %d: the session's later calls should read its prefix from the prompt cache", s.CachedTokens)
 			}
 			var deltas, calls, results int
 			for _, e := range r.Events {

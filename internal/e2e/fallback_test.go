@@ -16,7 +16,7 @@ import (
 // attempts` names the model that answered each call, read from the history.
 func TestPrimaryDownFallsBack(t *testing.T) {
 	shared := env.StarterEnv(t)
-	for _, wire := range []string{"openai", "anthropic"} {
+	for _, wire := range contract.Providers {
 		t.Run(wire, func(t *testing.T) {
 			environ := append(append([]string(nil), shared...), "KEEL_GATEWAY_PROVIDER="+wire)
 			r := startLiveEnv(t, environ, "demo", "--inject", fakegw.ModePrimaryDown, "--output", "jsonl").finish()

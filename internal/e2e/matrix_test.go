@@ -18,20 +18,21 @@ type gatewayRow struct {
 	check    func(t *testing.T, r testenv.Run, recs []fakegw.Record)
 }
 
-var bothFormats = []string{"openai", "anthropic"}
+// allFormats is every wire format.
+var allFormats = contract.Providers
 
 var gatewayMatrix = []gatewayRow{
-	{inject: "rate_limit", status: contract.StatusCompleted, attempts: 2, formats: bothFormats, check: waitsAtLeastRetryAfter},
-	{inject: "network", status: contract.StatusCompleted, attempts: 4, formats: bothFormats},
-	{inject: "server_error", status: contract.StatusCompleted, attempts: 3, formats: bothFormats},
+	{inject: "rate_limit", status: contract.StatusCompleted, attempts: 2, formats: allFormats, check: waitsAtLeastRetryAfter},
+	{inject: "network", status: contract.StatusCompleted, attempts: 4, formats: allFormats},
+	{inject: "server_error", status: contract.StatusCompleted, attempts: 3, formats: allFormats},
 	{inject: "overloaded", status: contract.StatusCompleted, attempts: 2, formats: []string{"anthropic"}},
-	{inject: "truncated_start", status: contract.StatusCompleted, attempts: 2, formats: bothFormats},
-	{inject: "truncated", status: contract.StatusFailed, attempts: 1, formats: bothFormats, check: partialShownOnce},
-	{inject: "schema", status: contract.StatusFailed, attempts: 2, formats: bothFormats, check: secondRequestStrict},
-	{inject: "refusal", status: contract.StatusFailed, attempts: 1, formats: bothFormats},
-	{inject: "budget", status: contract.StatusFailed, attempts: 1, formats: bothFormats, check: escalationRaised},
-	{inject: "unknown", status: contract.StatusFailed, attempts: 1, formats: bothFormats},
-	{inject: "throttle_forever", status: contract.StatusFailed, attempts: 6, formats: bothFormats, check: waitsAtLeastRetryAfter},
+	{inject: "truncated_start", status: contract.StatusCompleted, attempts: 2, formats: allFormats},
+	{inject: "truncated", status: contract.StatusFailed, attempts: 1, formats: allFormats, check: partialShownOnce},
+	{inject: "schema", status: contract.StatusFailed, attempts: 2, formats: allFormats, check: secondRequestStrict},
+	{inject: "refusal", status: contract.StatusFailed, attempts: 1, formats: allFormats},
+	{inject: "budget", status: contract.StatusFailed, attempts: 1, formats: allFormats, check: escalationRaised},
+	{inject: "unknown", status: contract.StatusFailed, attempts: 1, formats: allFormats},
+	{inject: "throttle_forever", status: contract.StatusFailed, attempts: 6, formats: allFormats, check: waitsAtLeastRetryAfter},
 }
 
 // TestGatewayFaultMatrix runs the demo once per fault and wire format through the real worker, a
@@ -48,7 +49,7 @@ func TestGatewayFaultMatrix(t *testing.T) {
 			t.Run(row.inject+"/"+format, func(t *testing.T) {
 				t.Parallel()
 				base := gw.BaseURL()
-				if format == "openai" {
+				if format != contract.ProviderAnthropic {
 					base += "/v1"
 				}
 				r := runStarter(t, []string{"KEEL_GATEWAY_PROVIDER=" + format, "KEEL_GATEWAY_BASE_URL=" + base},

@@ -19,7 +19,7 @@ const retryLateness = 50 * time.Millisecond
 
 // TestRetryWaitsLandWhenAnnounced: a gateway that hangs up on the first three attempts, with the
 // jitter fixed at its middle, gets the retries 300, 600 and 1,200 ms after the attempts before
-// them, as the retry events announce, in both wire formats, on the dev server Keel starts. The
+// them, as the retry events announce, in every wire format, on the dev server Keel starts. The
 // waits are the ones under a second that a coarse server timer used to stretch to about 1 s.
 func TestRetryWaitsLandWhenAnnounced(t *testing.T) {
 	gw := fakegw.New(fakegw.Options{})
@@ -28,10 +28,10 @@ func TestRetryWaitsLandWhenAnnounced(t *testing.T) {
 	}
 	t.Cleanup(func() { gw.Close() })
 	want := []time.Duration{300 * time.Millisecond, 600 * time.Millisecond, 1200 * time.Millisecond}
-	for _, format := range bothFormats {
+	for _, format := range allFormats {
 		t.Run(format, func(t *testing.T) {
 			base := gw.BaseURL()
-			if format == "openai" {
+			if format != contract.ProviderAnthropic {
 				base += "/v1"
 			}
 			r := runStarter(t, []string{

@@ -43,7 +43,7 @@ func runTurns(t testing.TB, provider string, turns int, noCache bool) cacheRun {
 	}
 	defer gw.Close()
 	base := gw.BaseURL()
-	if provider == gateway.ProviderOpenAI {
+	if provider != gateway.ProviderAnthropic {
 		base += "/v1"
 	}
 	p, err := gateway.New(gateway.Config{Provider: provider, BaseURL: base, APIKey: "k", Model: "m", NoPromptCache: noCache})
@@ -81,10 +81,12 @@ func TestPromptCacheHalvesBilledInput(t *testing.T) {
 	with := runTurns(t, gateway.ProviderAnthropic, turns, false)
 	without := runTurns(t, gateway.ProviderAnthropic, turns, true)
 	oa := runTurns(t, gateway.ProviderOpenAI, turns, false)
+	rs := runTurns(t, gateway.ProviderOpenAIResponses, turns, false)
 	t.Logf("anthropic turn %d input %d tokens: with caching %d read, %d written, billed %.0f; without billed %.0f (%.2f); all %d turns billed %.0f vs %.0f (%.2f)",
 		turns, with.last.InputTokens, with.last.CachedTokens, with.last.CacheWriteTokens, with.lastBilled, without.lastBilled,
 		with.lastBilled/without.lastBilled, turns, with.allBilled, without.allBilled, with.allBilled/without.allBilled)
 	t.Logf("openai turn %d: %d input tokens, %d cached (prompt_cache_key)", turns, oa.last.InputTokens, oa.last.CachedTokens)
+	t.Logf("openai-responses turn %d: %d input tokens, %d cached (prompt_cache_key)", turns, rs.last.InputTokens, rs.last.CachedTokens)
 	if with.last.InputTokens != without.last.InputTokens {
 		t.Errorf("caching changed the input: %d vs %d tokens", with.last.InputTokens, without.last.InputTokens)
 	}
@@ -94,7 +96,9 @@ func TestPromptCacheHalvesBilledInput(t *testing.T) {
 	if with.lastBilled > without.lastBilled/2 {
 		t.Errorf("turn %d billed %.0f input tokens with caching, more than half of %.0f without", turns, with.lastBilled, without.lastBilled)
 	}
-	if oa.last.CachedTokens == 0 || oa.last.CachedTokens%128 != 0 {
-		t.Errorf("openai cached tokens %d: want a positive multiple of 128", oa.last.CachedTokens)
+	for name, r := range map[string]cacheRun{"openai": oa, "openai-responses": rs} {
+		if r.last.CachedTokens == 0 || r.last.CachedTokens%128 != 0 || r.last.CachedTokens > r.last.InputTokens {
+			t.Errorf("%s cached tokens %d of %d: want a positive multiple of 128 within the input", name, r.last.CachedTokens, r.last.InputTokens)
+		}
 	}
 }

@@ -7,16 +7,17 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 )
 
-// Rows is the whole fault matrix: gateway faults, tool faults, limits and cancellation.
+// Rows is the whole fault matrix: gateway faults, tool faults, limits and cancellation. The
+// gateway rows are spread over the wire formats; internal/e2e runs each one on every format.
 func Rows() []Row {
 	rows := []Row{
 		gateway("rate_limit", "openai", contract.StatusCompleted, 2),
 		gateway("network", "openai", contract.StatusCompleted, 4),
-		gateway("server_error", "openai", contract.StatusCompleted, 3),
+		gateway("server_error", contract.ProviderOpenAIResponses, contract.StatusCompleted, 3),
 		gateway("overloaded", "anthropic", contract.StatusCompleted, 2),
 		gateway("truncated_start", "openai", contract.StatusCompleted, 2),
 		gateway("truncated", "openai", contract.StatusFailed, 1),
-		gateway("schema", "openai", contract.StatusFailed, 2),
+		gateway("schema", contract.ProviderOpenAIResponses, contract.StatusFailed, 2),
 		gateway("refusal", "anthropic", contract.StatusFailed, 1),
 		gateway("budget", "openai", contract.StatusFailed, 1),
 		gateway("unknown", "openai", contract.StatusFailed, 1),
