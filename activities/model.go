@@ -81,8 +81,12 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 	if err != nil {
 		return contract.ModelResponse{}, fmt.Errorf("storing the model's reply: %w", err)
 	}
+	// The reasoning items stay in the store, where the next call reads them; the workflow never
+	// does, and its history need not carry their encrypted content.
+	reply := resp.Message
+	reply.Reasoning = nil
 	return contract.ModelResponse{
-		Head: newHead, Message: resp.Message, Usage: resp.Usage, Attempt: attempt,
+		Head: newHead, Message: reply, Usage: resp.Usage, Attempt: attempt,
 		Model: chain.Route(i).Label(req.Model), Fallback: i > 0,
 	}, nil
 }
