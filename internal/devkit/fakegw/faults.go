@@ -32,7 +32,7 @@ type fault struct {
 	Error      errorBody
 }
 
-// errorBody is one provider error in both wire formats.
+// errorBody is one provider error in every wire format (the Responses API's is OpenAI's).
 type errorBody struct {
 	OpenAIType    string
 	OpenAICode    string // empty sends null

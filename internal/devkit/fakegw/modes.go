@@ -30,8 +30,9 @@ const (
 	ModeTruncated = "truncated"
 	// ModeSchema answers every attempt with 200 and a stream event that is not valid JSON.
 	ModeSchema = "schema"
-	// ModeRefusal declines: on OpenAI a refusal delta with finish_reason content_filter, on
-	// Anthropic stop_reason "refusal" with no content.
+	// ModeRefusal declines: on OpenAI a refusal delta with finish_reason content_filter, on the
+	// Responses API a refusal part of the message item, on Anthropic stop_reason "refusal" with no
+	// content.
 	ModeRefusal = "refusal"
 	// ModeBudget reports exhausted credit: OpenAI 429 with type and code insufficient_quota;
 	// Anthropic 400 with error type billing_error and "Your credit balance is too low".
