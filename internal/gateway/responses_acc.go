@@ -111,6 +111,13 @@ func (a *responseAccumulator) delta(ev responses.ResponseStreamEventUnion, onDel
 	if err != nil {
 		return err
 	}
+	want := itemMessage
+	if ev.Type == evArgsDelta || ev.Type == evArgsDone {
+		want = itemFunctionCall
+	}
+	if it.kind != want {
+		return schemaErr(ProviderOpenAIResponses, fmt.Sprintf("%s for output item %d, which is a %q item", ev.Type, ev.OutputIndex, it.kind))
+	}
 	switch ev.Type {
 	case evTextDelta:
 		it.text.WriteString(ev.Delta)
