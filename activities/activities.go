@@ -42,8 +42,14 @@ type Activities struct {
 	// Models is the primary model and its fallbacks (gateway.fallbacks); nil means Gateway alone.
 	Models *gateway.Chain
 
+	// Endpoints serves the model endpoints sessions name (contract.Endpoint); nil refuses them.
+	Endpoints *gateway.Endpoints
+
 	soloOnce sync.Once
 	solo     *gateway.Chain
+
+	endpointsMu    sync.Mutex
+	endpointChains map[contract.Endpoint]*gateway.Chain
 	// HeartbeatEvery is how often a running model call or tool heartbeats while it waits on
 	// something slow. When the server pushes cancellation to the worker (worker commands), a
 	// heartbeat only proves the worker is alive, so it is long (LivenessHeartbeat); when it does

@@ -56,8 +56,13 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 		return contract.ModelResponse{}, surfaced(contract.Failure{Class: contract.ClassUnknown, Reason: err.Error(), Attempts: attempt})
 	}
 	req.BuiltinTools, req.Tools = "", tools
+	chain, err := a.chainFor(req)
+	if err != nil {
+		activity.GetLogger(ctx).Warn("cannot serve the session's model endpoint", "error", err)
+		record.ModelAttempt(activity.GetMetricsHandler(ctx), contract.ClassEndpoint, record.AttemptSurfaced)
+		return contract.ModelResponse{}, surfaced(contract.Failure{Class: contract.ClassEndpoint, Reason: err.Error(), Attempts: attempt})
+	}
 	a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventModelCall, WorkflowID: req.SessionID, Turn: req.Turn, Attempt: attempt})
-	chain := a.chain()
 	i := chain.Start()
 	var resp gateway.Response
 	for {
@@ -71,7 +76,7 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 			i = next
 			continue
 		}
-		return contract.ModelResponse{}, a.modelError(ctx, req, stream, err)
+		return contract.ModelResponse{}, a.modelError(ctx, req, chain.Route(i), stream, err)
 	}
 	mh := activity.GetMetricsHandler(ctx)
 	record.ModelAttempt(mh, "", record.AttemptOK)
@@ -127,6 +132,7 @@ func (a *Activities) stream(ctx context.Context, req contract.ModelRequest, rout
 func (a *Activities) fallBack(ctx context.Context, req contract.ModelRequest, chain *gateway.Chain, i int, stream *streamState, err error) (int, bool) {
 	deltas, _ := stream.snapshot()
 	d := gateway.Classify(err, deltas)
+	d.Message = reword(chain.Route(i), d.Message)
 	if i+1 >= chain.Len() || deltas > 0 || ctx.Err() != nil || !gateway.FallsBack(d, stream.attempt) {
 		return i, false
 	}
@@ -142,9 +148,10 @@ func (a *Activities) fallBack(ctx context.Context, req contract.ModelRequest, ch
 }
 
 // modelError turns a failed attempt into the error Temporal acts on.
-func (a *Activities) modelError(ctx context.Context, req contract.ModelRequest, stream *streamState, err error) error {
+func (a *Activities) modelError(ctx context.Context, req contract.ModelRequest, route gateway.Route, stream *streamState, err error) error {
 	deltas, partial := stream.snapshot()
 	d := gateway.Classify(err, deltas)
+	d.Message = reword(route, d.Message)
 	mh := activity.GetMetricsHandler(ctx)
 	if d.Handling == gateway.Stop || ctx.Err() != nil {
 		record.ModelAttempt(mh, contract.ClassCancelled, record.AttemptCancelled)

@@ -269,6 +269,7 @@ func (s *session) turnInput(ctx workflow.Context, turn int) contract.TurnInput {
 		BuiltinTools:     builtin,
 		Tools:            tools,
 		Model:            s.in.Model,
+		Endpoint:         s.in.Endpoint,
 		Workdir:          s.in.Workdir,
 		Policy:           s.in.Policy,
 		Retry:            s.in.Retry,

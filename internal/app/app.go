@@ -106,6 +106,7 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 	acts := &activities.Activities{
 		Models:    models,
 		Gateway:   gw,
+		Endpoints: endpoints(cfg, gcfg),
 		Store:     store.WithCache(st, transcriptCache),
 		Events:    events.NewPublisher(),
 		Notifiers: Notifiers(cfg),
@@ -131,6 +132,16 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 			_ = acts.MCP.Close()
 		}
 	}, nil
+}
+
+// endpoints serves the endpoints sessions name: own is the worker's gateway as it calls it (the
+// in-process fake's address included), and only the keys of gateway.keys may go elsewhere.
+func endpoints(cfg config.Config, own gateway.Config) *gateway.Endpoints {
+	keys := make(map[string]gateway.Key, len(cfg.Gateway.Keys))
+	for name, k := range cfg.Gateway.Keys {
+		keys[name] = gateway.Key{Value: k.Value, BaseURL: k.BaseURL}
+	}
+	return &gateway.Endpoints{Own: own, Keys: keys}
 }
 
 // CheckSandbox makes sure commands can run confined before a worker takes work: where the kernel

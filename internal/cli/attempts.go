@@ -146,6 +146,9 @@ func activityRows(ctx context.Context, c client.Client, turnID string) ([]attemp
 		}
 		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
 			r := &attemptRow{At: ev.GetEventTime().AsTime(), Turn: turn, Activity: activityLabel(ev, a.GetActivityType().GetName()), Outcome: "pending"}
+			if a.GetActivityType().GetName() == contract.CallModelActivity {
+				r.Model = askedFor(a.GetInput())
+			}
 			byID[ev.GetEventId()] = r
 			order = append(order, r)
 		}
@@ -187,13 +190,23 @@ func settle(ev *historypb.HistoryEvent, byID map[int64]*attemptRow) {
 	}
 	if r := byID[sched]; r != nil {
 		r.Outcome = outcome
-		if strings.HasPrefix(r.Activity, contract.CallModelActivity) {
+		if strings.HasPrefix(r.Activity, contract.CallModelActivity) && (model != "" || r.Model == "") {
 			r.Model = model
 		}
 		if class != "" {
 			r.Class = class
 		}
 	}
+}
+
+// askedFor names the endpoint a CallModel asked for when its session named one, so a call that
+// failed still shows where it went; empty for a session that left the endpoint to the workers.
+func askedFor(input *commonpb.Payloads) string {
+	var req contract.ModelRequest
+	if converter.GetDefaultDataConverter().FromPayloads(input, &req) != nil || req.Endpoint == nil {
+		return ""
+	}
+	return endpointLabel(*req.Endpoint, req.Model)
 }
 
 // servedBy reads which model answered from a CallModel result, as the history recorded it.

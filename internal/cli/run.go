@@ -16,11 +16,12 @@ import (
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
+	"github.com/keelrun/keel/internal/gateway"
 )
 
 func runCmd(g *globals) *cobra.Command {
 	var dev bool
-	var workdir, output, taskFile string
+	var workdir, output, taskFile, keyRef string
 	var job contract.JobKey
 	cmd := &cobra.Command{
 		Use:   "run [--dev] [--workdir DIR] TASK | --task-file FILE",
@@ -59,7 +60,14 @@ func runCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			spec := sessionSpec{workflowID: newWorkflowID("run"), task: task, workdir: abs, output: output}
+			ep, err := sessionEndpoint(cmd, cfg, keyRef)
+			if err != nil {
+				return err
+			}
+			if ep != nil {
+				p.info("model endpoint: " + endpointLabel(*ep, cfg.Gateway.Model) + "; the workers fill in what the flags leave out")
+			}
+			spec := sessionSpec{workflowID: newWorkflowID("run"), task: task, workdir: abs, output: output, endpoint: ep}
 			if job.Repository != "" {
 				job.Model = cfg.Gateway.Model
 				spec.workflowID, spec.job = job.WorkflowID(), true
@@ -84,8 +92,43 @@ func runCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&taskFile, "task-file", "", "read the task from FILE (- for standard input) instead of the argument; one argument is capped at 128 KiB")
 	outputFlag(cmd, &output)
 	addLimitFlags(cmd)
-	cmd.Flags().String("base-url", "", "provider base URL (gateway.base_url)")
+	cmd.Flags().String("base-url", "", "the session's provider base URL, for OpenAI-compatible gateways with /v1 (default: the workers' gateway.base_url)")
+	cmd.Flags().StringVar(&keyRef, "api-key-ref", "", "the NAME of the API key the workers send to --base-url, declared in their gateway.keys; never the key itself (default: the key the workers declare for that base URL)")
 	return cmd
+}
+
+// sessionEndpoint is the model endpoint a run's flags ask for (--provider, --base-url, --model,
+// --api-key-ref), or nil when none is given: the workers' configuration then decides, as it
+// always did. A bad value is a usage error here rather than a failed session later.
+func sessionEndpoint(cmd *cobra.Command, cfg config.Config, keyRef string) (*contract.Endpoint, error) {
+	f := cmd.Flags()
+	var ep contract.Endpoint
+	if f.Changed("provider") {
+		ep.Provider = cfg.Gateway.Provider
+	}
+	if f.Changed("base-url") {
+		u, err := gateway.NormalizeBaseURL(cfg.Gateway.BaseURL)
+		if err != nil {
+			return nil, usageErr("--base-url: %v", err)
+		}
+		ep.BaseURL = u
+	}
+	if f.Changed("model") {
+		if strings.TrimSpace(cfg.Gateway.Model) == "" {
+			return nil, usageErr("--model is empty: name the model the provider should run")
+		}
+		ep.Model = cfg.Gateway.Model
+	}
+	if f.Changed("api-key-ref") {
+		if err := contract.CheckKeyName(keyRef); err != nil {
+			return nil, usageErr("--api-key-ref: %v", err)
+		}
+		ep.Key = keyRef
+	}
+	if ep == (contract.Endpoint{}) {
+		return nil, nil
+	}
+	return &ep, nil
 }
 
 // startDevWorker brings up the dev stack and a worker in this process.

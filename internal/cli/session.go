@@ -30,6 +30,8 @@ type sessionSpec struct {
 	// input, when set, is started as it is (a fork carries another session's state); task then
 	// only labels the session in the Web UI.
 	input *contract.SessionInput
+	// endpoint is the model endpoint the run's flags asked for; nil leaves it to the workers.
+	endpoint *contract.Endpoint
 }
 
 // startSession starts (or, for the same workflow ID, attaches to) a session, follows it until it
@@ -87,6 +89,7 @@ func sessionInput(cfg config.Config, spec sessionSpec) contract.SessionInput {
 		SystemPrompt: systemPrompt,
 		Workdir:      spec.workdir,
 		Model:        cfg.Gateway.Model,
+		Endpoint:     spec.endpoint,
 		Limits:       cfg.Limits,
 		Policy:       cfg.Tools,
 		Retry:        cfg.Gateway.Retry,
@@ -98,8 +101,31 @@ func sessionInput(cfg config.Config, spec sessionSpec) contract.SessionInput {
 const systemPrompt = "You are a careful software engineer working in a sandboxed work directory. Use the tools to inspect, change and test code. When a tool call fails, read the feedback and do what it says. Answer briefly when the task is done."
 
 func staticDetails(in contract.SessionInput) string {
+	model := in.Model
+	if ep := in.Endpoint; ep != nil {
+		model = endpointLabel(*ep, in.Model)
+	}
 	return fmt.Sprintf("**Task**\n\n%s\n\n**Work directory** `%s` · **model** %s · **limits** %d turns, %s, %d tokens",
-		in.Task, in.Workdir, in.Model, in.Limits.MaxTurns, in.Limits.MaxDuration, in.Limits.MaxTokens)
+		in.Task, in.Workdir, model, in.Limits.MaxTurns, in.Limits.MaxDuration, in.Limits.MaxTokens)
+}
+
+// endpointLabel names a session's endpoint as provider/model at base URL, with the key's name;
+// the parts it leaves to the workers are left out.
+func endpointLabel(ep contract.Endpoint, model string) string {
+	if ep.Model != "" {
+		model = ep.Model
+	}
+	s := model
+	if ep.Provider != "" {
+		s = ep.Provider + "/" + model
+	}
+	if ep.BaseURL != "" {
+		s += " at " + ep.BaseURL
+	}
+	if ep.Key != "" {
+		s += " (key " + ep.Key + ")"
+	}
+	return s
 }
 
 func uiLink(cfg config.Config, workflowID string) string {

@@ -81,6 +81,19 @@ type Gateway struct {
 	FixedJitter *float64
 	// Fallbacks are tried in order, within the same model call, when the primary is down.
 	Fallbacks []Fallback
+	// Keys are the API keys sessions may name for their own endpoints (starter run --api-key-ref),
+	// by name. Each is sent only to its BaseURL; APIKey itself is the key named "default", sent
+	// only to BaseURL above.
+	Keys map[string]Key
+}
+
+// Key is one entry of gateway.keys. As with gateway.fallbacks, the key itself never sits in the
+// file: Env names the environment variable that holds it.
+type Key struct {
+	Env     string `mapstructure:"env"`
+	BaseURL string `mapstructure:"base_url"`
+	// Value is read from Env when the configuration is loaded.
+	Value string `mapstructure:"-"`
 }
 
 // Fallback is one model of gateway.fallbacks. The key itself never sits in the file: APIKeyEnv
@@ -201,6 +214,7 @@ var defaults = map[string]any{
 	"tools.fallbacks":                 map[string]string{},
 	"mcp.servers":                     []any{},
 	"gateway.fallbacks":               []any{},
+	"gateway.keys":                    map[string]any{},
 	"store.backend":                   "file",
 	"store.path":                      "",
 	"store.dsn":                       "",
@@ -292,7 +306,7 @@ func readFile(v *viper.Viper, path string) error {
 		return &Error{Key: "file", Msg: fmt.Sprintf("reading %s: %v", path, err)}
 	}
 	for _, k := range v.AllKeys() {
-		if _, ok := defaults[k]; !ok && !strings.HasPrefix(k, "tools.fallbacks.") {
+		if _, ok := defaults[k]; !ok && !strings.HasPrefix(k, "tools.fallbacks.") && !strings.HasPrefix(k, "gateway.keys.") {
 			return &Error{Key: k, Msg: fmt.Sprintf("unknown key in %s", path)}
 		}
 	}

@@ -184,3 +184,54 @@ func TestFallbacks(t *testing.T) {
 		})
 	}
 }
+
+// TestGatewayKeys: gateway.keys declares keys by name, each read from the environment and bound to
+// one base URL; an entry that could not be used safely is refused with a message naming it.
+func TestGatewayKeys(t *testing.T) {
+	cases := []struct {
+		name string
+		yaml string
+		fake bool
+		want map[string]Key
+		err  string
+	}{
+		{name: "two keys", yaml: "gateway:\n  api_key: k\n  keys:\n    claude: {env: KEY_A, base_url: https://api.anthropic.com}\n    Team-GW: {env: KEY_B, base_url: http://gw:8080/v1}\n",
+			want: map[string]Key{
+				"claude":  {Env: "KEY_A", BaseURL: "https://api.anthropic.com", Value: "key-a"},
+				"team-gw": {Env: "KEY_B", BaseURL: "http://gw:8080/v1", Value: "key-b"},
+			}},
+		{name: "none", yaml: "gateway:\n  api_key: k\n", want: map[string]Key{}},
+		{name: "variable not set", yaml: "gateway:\n  api_key: k\n  keys:\n    x: {env: KEY_UNSET, base_url: http://gw/v1}\n", err: "gateway.keys.x: the environment variable KEY_UNSET (env) is not set"},
+		{name: "no base URL", yaml: "gateway:\n  api_key: k\n  keys:\n    x: {env: KEY_A}\n", err: "gateway.keys.x: base_url is empty"},
+		{name: "a base URL that is not http", yaml: "gateway:\n  api_key: k\n  keys:\n    x: {env: KEY_A, base_url: 'file:///etc'}\n", err: "gateway.keys.x: the base URL"},
+		{name: "no variable", yaml: "gateway:\n  api_key: k\n  keys:\n    x: {base_url: http://gw/v1}\n", err: "gateway.keys.x: env is empty"},
+		{name: "default is the worker's own", yaml: "gateway:\n  api_key: k\n  keys:\n    default: {env: KEY_A, base_url: http://gw/v1}\n", err: "gateway.keys.default: the name default"},
+		{name: "a plain string", yaml: "gateway:\n  api_key: k\n  keys:\n    x: KEY_A\n", err: "gateway.keys: want a map"},
+		{name: "the fake gateway needs no variable set", fake: true, yaml: "gateway:\n  keys:\n    x: {env: KEY_UNSET, base_url: http://gw/v1}\n",
+			want: map[string]Key{"x": {Env: "KEY_UNSET", BaseURL: "http://gw/v1"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			t.Setenv("KEY_A", "key-a")
+			t.Setenv("KEY_B", "key-b")
+			file := filepath.Join(t.TempDir(), "keel.yaml")
+			if err := os.WriteFile(file, []byte(c.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := Load(file, nil, map[string]any{"gateway.fake": c.fake})
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("want an error with %q, got %v", c.err, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(cfg.Gateway.Keys, c.want) {
+				t.Fatalf("keys %+v, want %+v", cfg.Gateway.Keys, c.want)
+			}
+		})
+	}
+}

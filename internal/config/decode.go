@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/gateway"
 	"github.com/keelrun/keel/internal/tools/breaker"
 	"github.com/keelrun/keel/internal/tools/sandbox"
 )
@@ -117,6 +119,47 @@ func (d *decoder) fallbacks(fake bool) []Fallback {
 	return fbs
 }
 
+// keys reads gateway.keys: each names the environment variable that holds it (set, unless the fake
+// gateway serves) and the one base URL it may be sent to. "default" is the worker's own
+// gateway.api_key and cannot be declared again.
+func (d *decoder) keys(fake bool) map[string]Key {
+	const key = "gateway.keys"
+	var keys map[string]Key
+	if err := d.v.UnmarshalKey(key, &keys); err != nil {
+		if d.err == nil {
+			d.err = &Error{Key: key, Msg: "want a map of NAME: {env: VARIABLE, base_url: URL}: " + err.Error()}
+		}
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(keys)) {
+		k := keys[name]
+		k.Value = os.Getenv(k.Env)
+		var msg string
+		switch {
+		case name == contract.DefaultKey:
+			msg = "the name default is the worker's own gateway.api_key; choose another name"
+		case contract.CheckKeyName(name) != nil:
+			msg = contract.CheckKeyName(name).Error()
+		case k.Env == "":
+			msg = "env is empty: name the environment variable that holds the key"
+		case k.BaseURL == "":
+			msg = "base_url is empty: a key is sent only to the base URL it is declared for"
+		case k.Value == "" && !fake:
+			msg = fmt.Sprintf("the environment variable %s (env) is not set", k.Env)
+		}
+		if msg == "" {
+			if _, err := gateway.NormalizeBaseURL(k.BaseURL); err != nil {
+				msg = err.Error()
+			}
+		}
+		if msg != "" && d.err == nil {
+			d.err = &Error{Key: key + "." + name, Msg: msg}
+		}
+		keys[name] = k
+	}
+	return keys
+}
+
 func decode(v *viper.Viper) (Config, error) {
 	d := &decoder{v: v}
 	var c Config
@@ -142,6 +185,7 @@ func decode(v *viper.Viper) (Config, error) {
 	}
 	c.Gateway.FixedJitter = d.fraction("gateway.retry.fixed_jitter")
 	c.Gateway.Fallbacks = d.fallbacks(c.Gateway.Fake)
+	c.Gateway.Keys = d.keys(c.Gateway.Fake)
 	c.Limits = contract.Limits{
 		MaxTurns:    int(d.integer("limits.max_turns")),
 		MaxDuration: d.dur("limits.max_duration"),

@@ -14,10 +14,13 @@ type SessionInput struct {
 	// Workdir is the directory the tools are confined to, as the worker sees it.
 	Workdir string `json:"workdir"`
 	// Model is the model alias the gateway sends.
-	Model  string      `json:"model,omitempty"`
-	Limits Limits      `json:"limits"`
-	Policy ToolPolicy  `json:"policy"`
-	Retry  RetryConfig `json:"retry"`
+	Model string `json:"model,omitempty"`
+	// Endpoint is the model endpoint the session asked for; nil leaves provider, base URL, model
+	// and key to the worker's configuration.
+	Endpoint *Endpoint   `json:"endpoint,omitempty"`
+	Limits   Limits      `json:"limits"`
+	Policy   ToolPolicy  `json:"policy"`
+	Retry    RetryConfig `json:"retry"`
 	// Sinks are URLs that activities post live events to (deltas, tool calls, retries).
 	Sinks []string `json:"sinks,omitempty"`
 	// Escalation configures deadlines and the default action of escalations.

@@ -18,13 +18,15 @@ type TurnInput struct {
 	// worker has in its code, and Tools holds only the tools after them (those of MCP servers): the
 	// tool list travels by digest as the transcript travels by head. Empty means Tools is the whole
 	// list.
-	BuiltinTools string      `json:"builtin_tools,omitempty"`
-	Tools        []ToolSpec  `json:"tools,omitempty"`
-	Model        string      `json:"model,omitempty"`
-	Workdir      string      `json:"workdir"`
-	Policy       ToolPolicy  `json:"policy"`
-	Retry        RetryConfig `json:"retry"`
-	Sinks        []string    `json:"sinks,omitempty"`
+	BuiltinTools string     `json:"builtin_tools,omitempty"`
+	Tools        []ToolSpec `json:"tools,omitempty"`
+	Model        string     `json:"model,omitempty"`
+	// Endpoint is the session's SessionInput.Endpoint.
+	Endpoint *Endpoint   `json:"endpoint,omitempty"`
+	Workdir  string      `json:"workdir"`
+	Policy   ToolPolicy  `json:"policy"`
+	Retry    RetryConfig `json:"retry"`
+	Sinks    []string    `json:"sinks,omitempty"`
 	// HeartbeatTimeout is the session's SessionInput.HeartbeatTimeout.
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
 	// Repeat carries repeat detection across turns: the key of the last call and how many times in
@@ -103,11 +105,14 @@ type ModelRequest struct {
 	Head      string    `json:"head,omitempty"`
 	Append    []Message `json:"append,omitempty"`
 	// BuiltinTools and Tools name the tools offered, as in TurnInput.
-	BuiltinTools string      `json:"builtin_tools,omitempty"`
-	Tools        []ToolSpec  `json:"tools,omitempty"`
-	Model        string      `json:"model,omitempty"`
-	Retry        RetryConfig `json:"retry"`
-	Sinks        []string    `json:"sinks,omitempty"`
+	BuiltinTools string     `json:"builtin_tools,omitempty"`
+	Tools        []ToolSpec `json:"tools,omitempty"`
+	Model        string     `json:"model,omitempty"`
+	// Endpoint is the session's model endpoint: the primary route of this call, before the
+	// worker's fallbacks. Nil is the worker's own gateway.
+	Endpoint *Endpoint   `json:"endpoint,omitempty"`
+	Retry    RetryConfig `json:"retry"`
+	Sinks    []string    `json:"sinks,omitempty"`
 	// Strict adds StrictInstruction because the previous reply could not be parsed. The turn sets
 	// it when it calls again, so the flag reaches whichever worker runs the call.
 	Strict bool `json:"strict,omitempty"`
@@ -164,6 +169,10 @@ const (
 	ClassBudget    = "budget"
 	ClassUnknown   = "unknown"
 	ClassCancelled = "cancelled"
+	// ClassEndpoint is a session's model endpoint that the worker cannot serve (an unknown
+	// provider, a base URL that does not parse, a key the worker has not declared for it): a
+	// setting to fix, never retried.
+	ClassEndpoint = "endpoint"
 )
 
 // ModelErrorType is the ApplicationError type of every CallModel failure; its details hold a Failure.

@@ -12,6 +12,9 @@ type Route struct {
 	Provider Provider
 	// Model is the model this route asks for; empty keeps the request's (the primary route).
 	Model string
+	// Endpoint is set on the route that serves a session's own endpoint (contract.Endpoint), so a
+	// failure on it names the session's settings rather than the worker's.
+	Endpoint *contract.Endpoint
 }
 
 // Label names the route in events, the ledger and `starter attempts`: provider/model.
@@ -51,6 +54,15 @@ func NewChain(cooldown time.Duration, primary Route, fallbacks ...Route) *Chain 
 	}
 	routes := append([]Route{primary}, fallbacks...)
 	return &Chain{routes: routes, cooldown: cooldown, now: time.Now, openUntil: make([]time.Time, len(routes))}
+}
+
+// WithPrimary is a new chain with primary in front of this chain's fallbacks (its routes after the
+// first), with the same cooldown and breakers of its own: a session's endpoint followed by the
+// worker's gateway.fallbacks.
+func (c *Chain) WithPrimary(primary Route) *Chain {
+	n := NewChain(c.cooldown, primary, c.routes[1:]...)
+	n.now = c.now
+	return n
 }
 
 // Len is the number of routes, the primary included.

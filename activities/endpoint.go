@@ -1,0 +1,70 @@
+package activities
+
+import (
+	"strings"
+
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/gateway"
+)
+
+// maxEndpointChains bounds the per-endpoint chains a worker keeps: about one per distinct endpoint
+// its sessions name. Past it the cache starts over, which costs each endpoint one new client and a
+// fresh breaker, never a failed call.
+const maxEndpointChains = 256
+
+// chainFor is the chain a model call runs on: the worker's own, or, for a session that names its
+// endpoint, that endpoint as the primary route followed by the worker's fallbacks. The chain of an
+// endpoint is built once and kept, so its client's connections and its breaker live across calls.
+func (a *Activities) chainFor(req contract.ModelRequest) (*gateway.Chain, error) {
+	base := a.chain()
+	if req.Endpoint == nil {
+		return base, nil
+	}
+	ep := *req.Endpoint
+	a.endpointsMu.Lock()
+	defer a.endpointsMu.Unlock()
+	if c, ok := a.endpointChains[ep]; ok {
+		return c, nil
+	}
+	if a.Endpoints == nil {
+		return nil, &gateway.EndpointError{Setting: "worker wiring", Msg: "this worker serves no session endpoints"}
+	}
+	cfg, _, err := a.Endpoints.Resolve(ep)
+	if err != nil {
+		return nil, err
+	}
+	p, err := gateway.New(cfg)
+	if err != nil {
+		return nil, &gateway.EndpointError{Setting: "starter run --provider", Msg: err.Error()}
+	}
+	c := base.WithPrimary(gateway.Route{Provider: p, Model: ep.Model, Endpoint: &ep})
+	if a.endpointChains == nil || len(a.endpointChains) >= maxEndpointChains {
+		a.endpointChains = map[contract.Endpoint]*gateway.Chain{}
+	}
+	a.endpointChains[ep] = c
+	return c, nil
+}
+
+// reword names, in a failure of a session's own endpoint, the session's settings (the starter's
+// flags) where the gateway's message names the worker's: the user chose that base URL, model or
+// key, not the worker's operator.
+func reword(route gateway.Route, msg string) string {
+	ep := route.Endpoint
+	if ep == nil {
+		return msg
+	}
+	var pairs []string
+	if ep.BaseURL != "" {
+		pairs = append(pairs, "gateway.base_url", "the session's base URL (starter run --base-url)")
+	}
+	if ep.Model != "" {
+		pairs = append(pairs, "gateway.model", "the session's model (starter run --model)")
+	}
+	if ep.BaseURL != "" || ep.Key != "" {
+		pairs = append(pairs, "gateway.api_key", "the session's key (starter run --api-key-ref, declared in the worker's gateway.keys)")
+	}
+	if len(pairs) == 0 {
+		return msg
+	}
+	return strings.NewReplacer(pairs...).Replace(msg)
+}
