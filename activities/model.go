@@ -50,6 +50,9 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 	if err != nil {
 		return contract.ModelResponse{}, fmt.Errorf("loading the transcript: %w", err)
 	}
+	if msgs, err = a.view(ctx, msgs, req.Compaction); err != nil {
+		return contract.ModelResponse{}, err
+	}
 
 	tools, err := toolspec.Join(req.BuiltinTools, req.Tools)
 	if err != nil {

@@ -79,19 +79,21 @@ func (s *session) summary(ctx workflow.Context, status, answer string) contract.
 	info := workflow.GetInfo(ctx)
 	c := s.state.Counters
 	return contract.Summary{
-		Status:          status,
-		WorkflowID:      info.WorkflowExecution.ID,
-		RunID:           info.WorkflowExecution.RunID,
-		Turns:           s.state.Turns,
-		ToolCalls:       c.ToolCalls,
-		BlockedCalls:    c.BlockedCalls,
-		GatewayCalls:    c.GatewayCalls,
-		GatewayAttempts: c.GatewayAttempts,
-		FallbackCalls:   c.FallbackCalls,
-		CachedTokens:    s.state.Usage.CachedTokens,
-		Tokens:          s.state.Usage.Total(),
-		Usage:           s.state.Usage,
-		Answer:          answer,
+		Status:           status,
+		WorkflowID:       info.WorkflowExecution.ID,
+		RunID:            info.WorkflowExecution.RunID,
+		Turns:            s.state.Turns,
+		ToolCalls:        c.ToolCalls,
+		BlockedCalls:     c.BlockedCalls,
+		GatewayCalls:     c.GatewayCalls,
+		GatewayAttempts:  c.GatewayAttempts,
+		FallbackCalls:    c.FallbackCalls,
+		Compactions:      c.Compactions,
+		CompactionTokens: c.CompactionTokens,
+		CachedTokens:     s.state.Usage.CachedTokens,
+		Tokens:           s.state.Usage.Total(),
+		Usage:            s.state.Usage,
+		Answer:           answer,
 	}
 }
 

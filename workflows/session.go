@@ -117,6 +117,9 @@ func (s *session) run(ctx workflow.Context) (contract.Summary, error) {
 		if s.shouldContinueAsNew(ctx) {
 			return contract.Summary{}, s.continueAsNew(ctx)
 		}
+		if s.compact(ctx, deadline) {
+			continue
+		}
 
 		turn := s.state.Turns + 1
 		s.setDetails(ctx, fmt.Sprintf("turn %d running", turn))
@@ -279,6 +282,7 @@ func (s *session) turnInput(ctx workflow.Context, turn int) contract.TurnInput {
 		Repairs:          s.state.Repairs,
 		Rejected:         s.state.Rejected,
 		Breakers:         s.state.Breakers,
+		Compaction:       s.state.Compaction,
 	}
 }
 
@@ -291,6 +295,7 @@ func (s *session) absorb(ctx workflow.Context, turn int, res contract.TurnResult
 	}
 	s.state.Usage = s.state.Usage.Add(res.Usage)
 	s.state.Counters = s.state.Counters.Add(res.Counters)
+	s.noteInput(res)
 	s.state.Repeat = res.Repeat
 	if res.Repairs != nil {
 		s.state.Repairs = res.Repairs

@@ -57,6 +57,8 @@ type world struct {
 	tool func(contract.ToolRequest) contract.ToolResult
 	// toolDelay is how long every tool call takes on the workflow clock.
 	toolDelay time.Duration
+	// compact answers the CompactTranscript activity; nil folds nothing.
+	compact func(context.Context, contract.CompactRequest) (contract.CompactResult, error)
 }
 
 // newWorld builds a test environment with both workflows registered under their contract names and
@@ -75,6 +77,12 @@ func newWorld(t *testing.T, script ...reply) *world {
 	env.RegisterActivityWithOptions(w.callModel, activity.RegisterOptions{Name: contract.CallModelActivity})
 	env.RegisterActivityWithOptions(w.runTool, activity.RegisterOptions{Name: contract.RunToolActivity})
 	env.RegisterActivityWithOptions(w.notify, activity.RegisterOptions{Name: contract.NotifyActivity})
+	env.RegisterActivityWithOptions(func(ctx context.Context, req contract.CompactRequest) (contract.CompactResult, error) {
+		if w.compact == nil {
+			return contract.CompactResult{}, nil
+		}
+		return w.compact(ctx, req)
+	}, activity.RegisterOptions{Name: contract.CompactActivity})
 	env.RegisterActivityWithOptions(func(context.Context) ([]contract.ToolSpec, error) { return toolspec.Builtin(), nil },
 		activity.RegisterOptions{Name: contract.ListToolsActivity})
 

@@ -33,6 +33,7 @@ func addLimitFlags(cmd *cobra.Command) {
 	f.String("max-turns", "", "stop after this many turns (limits.max_turns)")
 	f.String("max-duration", "", "stop after this much time, e.g. 90s (limits.max_duration)")
 	f.String("max-tokens", "", "stop once this many tokens were used (limits.max_tokens)")
+	f.String("context-tokens", "", "summarise the oldest turns once a model call's input nears this many tokens (limits.context_tokens)")
 	f.String("provider", "", "model provider wire format: "+strings.Join(contract.Providers, ", ")+" (gateway.provider)")
 	f.String("model", "", "model alias (gateway.model)")
 }

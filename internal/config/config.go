@@ -194,6 +194,7 @@ var defaults = map[string]any{
 	"limits.max_turns":                40,
 	"limits.max_duration":             "30m",
 	"limits.max_tokens":               500000,
+	"limits.context_tokens":           0,
 	"tools.approval":                  "never",
 	"tools.allow":                     []string{},
 	"tools.deny":                      []string{},
@@ -258,6 +259,7 @@ var FlagKeys = map[string]string{
 	"max-turns":        "limits.max_turns",
 	"max-duration":     "limits.max_duration",
 	"max-tokens":       "limits.max_tokens",
+	"context-tokens":   "limits.context_tokens",
 	"state-dir":        "dev.state_dir",
 }
 

@@ -190,6 +190,8 @@ func decode(v *viper.Viper) (Config, error) {
 		MaxTurns:    int(d.integer("limits.max_turns")),
 		MaxDuration: d.dur("limits.max_duration"),
 		MaxTokens:   d.integer("limits.max_tokens"),
+
+		ContextTokens: d.integer("limits.context_tokens"),
 	}
 	c.Tools = contract.ToolPolicy{
 		Approval:        d.oneOf("tools.approval", "never", "writes", "always"),

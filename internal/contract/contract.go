@@ -24,6 +24,7 @@ const (
 // Activity type names.
 const (
 	CallModelActivity = "CallModel"
+	CompactActivity   = "CompactTranscript"
 	ListToolsActivity = "ListTools"
 	RunToolActivity   = "RunTool"
 	NotifyActivity    = "NotifyEscalation"
@@ -136,6 +137,10 @@ type Limits struct {
 	MaxTurns    int           `json:"max_turns,omitempty"`
 	MaxDuration time.Duration `json:"max_duration,omitempty"`
 	MaxTokens   int64         `json:"max_tokens,omitempty"`
+	// ContextTokens is the context window the session keeps its model calls within: once a call's
+	// input reaches 80 % of it, the oldest turns are summarised (compaction). Zero never
+	// compacts. It is not a hard limit: nothing stops when a call goes past it.
+	ContextTokens int64 `json:"context_tokens,omitempty"`
 }
 
 // RetryConfig shapes the gateway's equal-jitter backoff. Zero values take the defaults

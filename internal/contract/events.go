@@ -23,13 +23,17 @@ const (
 	// OutputEventMax bytes: the end of it), at most every few hundred milliseconds. The tool
 	// result has the whole kept output; these are for watching it live.
 	EventOutput = "output"
+	// EventCompaction says the oldest turns were summarised to keep the model's input within
+	// limits.context_tokens: Tokens is what the summarising call used, SavedTokens about how many
+	// input tokens every later model call is spared.
+	EventCompaction = "compaction"
 )
 
 // EventKinds lists every event kind, for the documentation check.
 var EventKinds = []string{
 	EventNotice, EventDelta, EventToolCall, EventToolResult, EventRetry, EventBlocked, EventLimit,
 	EventEscalation, EventApproval, EventAnswer, EventSay, EventMessage, EventSummary,
-	EventModelCall, EventOutput,
+	EventModelCall, EventOutput, EventCompaction,
 }
 
 // OutputEventMax bounds the text of one output event.
@@ -58,6 +62,10 @@ type Event struct {
 	// Escalation is set on escalation events.
 	Escalation *Escalation `json:"escalation,omitempty"`
 	// By says who sent a steering message (say events).
-	By   string    `json:"by,omitempty"`
-	Time time.Time `json:"time,omitempty"`
+	By string `json:"by,omitempty"`
+	// Tokens and SavedTokens describe a compaction: the tokens its model call used and the input
+	// tokens it saves every later model call (an estimate).
+	Tokens      int64     `json:"tokens,omitempty"`
+	SavedTokens int64     `json:"saved_tokens,omitempty"`
+	Time        time.Time `json:"time,omitempty"`
 }

@@ -63,6 +63,13 @@ type SessionState struct {
 	// the next turn that calls the model takes them. SaySeq numbers them across runs.
 	Inbox  []Message `json:"inbox,omitempty"`
 	SaySeq int       `json:"say_seq,omitempty"`
+	// Compaction is what the model sees of the transcript once its oldest turns were summarised
+	// (limits.context_tokens); nil until then. LastInput is the input tokens the provider reported
+	// for the last model call, which decides when to compact; CompactAt is the turn count before
+	// which no compaction is tried again.
+	Compaction *Compaction `json:"compaction,omitempty"`
+	LastInput  int64       `json:"last_input,omitempty"`
+	CompactAt  int         `json:"compact_at,omitempty"`
 }
 
 // MaxKeptEvents bounds the session-level events a session keeps for its status query.
@@ -76,6 +83,10 @@ type Counters struct {
 	GatewayAttempts int `json:"gateway_attempts,omitempty"`
 	// FallbackCalls counts model calls a fallback model answered because the primary was down.
 	FallbackCalls int `json:"fallback_calls,omitempty"`
+	// Compactions counts the transcript compactions; CompactionTokens are the tokens their model
+	// calls used (also part of the usage).
+	Compactions      int   `json:"compactions,omitempty"`
+	CompactionTokens int64 `json:"compaction_tokens,omitempty"`
 }
 
 // Add returns the sum of two counter sets.
@@ -86,6 +97,9 @@ func (c Counters) Add(o Counters) Counters {
 		GatewayCalls:    c.GatewayCalls + o.GatewayCalls,
 		GatewayAttempts: c.GatewayAttempts + o.GatewayAttempts,
 		FallbackCalls:   c.FallbackCalls + o.FallbackCalls,
+
+		Compactions:      c.Compactions + o.Compactions,
+		CompactionTokens: c.CompactionTokens + o.CompactionTokens,
 	}
 }
 
@@ -100,8 +114,12 @@ type Summary struct {
 	GatewayCalls    int    `json:"gateway_calls"`
 	GatewayAttempts int    `json:"gateway_attempts"`
 	// FallbackCalls counts model calls a fallback model answered (gateway.fallbacks).
-	FallbackCalls int   `json:"fallback_calls"`
-	Tokens        int64 `json:"tokens"`
+	FallbackCalls int `json:"fallback_calls"`
+	// Compactions counts the transcript compactions (limits.context_tokens); CompactionTokens are
+	// the tokens their model calls used, part of Tokens.
+	Compactions      int   `json:"compactions"`
+	CompactionTokens int64 `json:"compaction_tokens"`
+	Tokens           int64 `json:"tokens"`
 	// CachedTokens are the input tokens read from the provider's prompt cache, part of Tokens.
 	CachedTokens int64 `json:"cached_tokens"`
 	// Usage splits Tokens into input and output.

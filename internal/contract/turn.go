@@ -44,6 +44,8 @@ type TurnInput struct {
 	// again without a new model call, and Approved holds the person's decision on the first one.
 	Resume   []ToolCall        `json:"resume,omitempty"`
 	Approved *ApprovalDecision `json:"approved,omitempty"`
+	// Compaction is the session's view of a compacted transcript, passed on to the model call.
+	Compaction *Compaction `json:"compaction,omitempty"`
 }
 
 // RepairCap is how many argument repairs a tool gets before the session escalates.
@@ -119,6 +121,9 @@ type ModelRequest struct {
 	// PriorAttempts are the attempts earlier CallModel activities of this turn already spent on
 	// this call; attempt numbers and caps count on from them.
 	PriorAttempts int `json:"prior_attempts,omitempty"`
+	// Compaction, when set, is what the model sees of the transcript instead of all of it: the
+	// messages are stored and the reply appended to the full transcript as always.
+	Compaction *Compaction `json:"compaction,omitempty"`
 }
 
 // ModelResponse is the output of the CallModel activity. The assistant message is already in the

@@ -21,10 +21,11 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, wf wire, t trans
 	sum := sha256.Sum256(append([]byte(r.URL.Path+"\n"+mode+"\n"), body...))
 	rec := Record{
 		At: at, Path: r.URL.Path, Format: wf.name(), Mode: mode, Hash: hex.EncodeToString(sum[:]),
-		First:     !t.hasAssistant(),
+		First:     !t.hasAssistant() && !t.isCompactRequest(),
 		Strict:    strings.Contains(t.allText(), contract.StrictInstruction),
 		Persons:   t.personTexts(),
 		Reasoning: t.Reasoning,
+		Compact:   t.isCompactRequest(), Summarised: len(t.summaries()) > 0, Calls: t.seenCalls(),
 	}
 	attempt, idx := s.stats.begin(rec)
 	f := faultFor(mode, attempt, rec.First)
@@ -116,7 +117,12 @@ func errorStatus(wf wire, f fault) int {
 
 // plan decides the reply and how it is streamed.
 func (s *Server) plan(mode string, t transcript, hash string, bodyLen int, f fault) plan {
-	r := decide(mode, t)
+	var r reply
+	if t.isCompactRequest() {
+		r = summaryReply(t)
+	} else {
+		r = decide(mode, t)
+	}
 	if f.Kind == faultRefusal {
 		r = reply{Refusal: refusalText}
 	}

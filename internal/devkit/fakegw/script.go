@@ -67,7 +67,8 @@ type exchange struct {
 	Pos int
 }
 
-// exchanges pairs every tool call in the transcript with its tool message.
+// exchanges pairs every tool call in the transcript with its tool message, after the calls a
+// compaction summary in the request counts as done.
 func exchanges(t transcript) []exchange {
 	results := map[string]*message{}
 	for i := range t.Messages {
@@ -75,7 +76,7 @@ func exchanges(t transcript) []exchange {
 			results[m.CallID] = m
 		}
 	}
-	var out []exchange
+	out := summarisedExchanges(t)
 	for i, m := range t.Messages {
 		for _, c := range m.Calls {
 			out = append(out, exchange{Call: c, Result: results[c.ID], Pos: i})

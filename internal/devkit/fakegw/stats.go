@@ -34,6 +34,13 @@ type Record struct {
 	// Reasoning counts the reasoning items a Responses request handed back, each one the fake
 	// sent, intact (a request with an altered or bare one is refused with 400).
 	Reasoning int
+	// Compact is true for a request that asks for a compaction summary (contract.CompactInstruction);
+	// Summarised is true for one that carries such a summary in place of the oldest turns; Calls
+	// are the tool calls the request's transcript holds, as "NAME ARGS", so a test can check what
+	// the model was shown.
+	Compact    bool
+	Summarised bool
+	Calls      []string
 	// Status is the HTTP status sent; 0 when the connection was closed before any byte.
 	Status int
 	// Fault names the fault injected into this response, empty for a normal reply.
@@ -133,6 +140,7 @@ func (st *stats) snapshot() (Stats, <-chan struct{}) {
 	for i := range c.Records {
 		c.Records[i].Tools = slices.Clone(c.Records[i].Tools)
 		c.Records[i].Persons = slices.Clone(c.Records[i].Persons)
+		c.Records[i].Calls = slices.Clone(c.Records[i].Calls)
 	}
 	return c, st.changed
 }

@@ -1,0 +1,106 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/keelrun/keel/internal/contract"
+)
+
+// versionCompaction marks sessions that compact their transcript. Only a session whose input sets
+// limits.context_tokens asks for it, so histories from before compaction never meet it.
+const versionCompaction = "compaction"
+
+// Compaction's rules (docs/architecture.md, "Compaction").
+const (
+	// compactPercent is how full the context window (limits.context_tokens) may get, as the input
+	// tokens the provider reported for the last model call, before the oldest turns are folded.
+	compactPercent = 80
+	// compactKeepReplies is how many of the newest model replies, with their tool results, every
+	// compaction keeps as they are.
+	compactKeepReplies = 2
+	// compactMinReplies is the fewest model replies worth a summary.
+	compactMinReplies = 2
+	// compactEveryTurns is how many turns pass after a compaction, or an attempt that folded
+	// nothing or failed, before the next is tried.
+	compactEveryTurns = 2
+)
+
+// shouldCompact says whether the last model call's input reached compactPercent of the context
+// window and there may be enough old turns to fold.
+func (s *session) shouldCompact() bool {
+	window := s.in.Limits.ContextTokens
+	return window > 0 && s.state.Head != "" &&
+		s.state.LastInput*100 >= window*compactPercent &&
+		s.state.Turns >= max(s.state.CompactAt, compactKeepReplies+compactMinReplies)
+}
+
+// compact folds the oldest turns into a summary when the context window is nearly full, before the
+// next turn. It returns whether it ran, so the caller checks the limits, the deadline and a cancel
+// again. A compaction that fails is reported and skipped: the session goes on with the whole
+// transcript, and the next model call fails on its own if it no longer fits.
+func (s *session) compact(ctx workflow.Context, deadline workflow.Future) bool {
+	if !s.shouldCompact() || workflow.GetVersion(ctx, versionCompaction, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return false
+	}
+	s.state.CompactAt = s.state.Turns + compactEveryTurns
+	s.setDetails(ctx, fmt.Sprintf("compacting the transcript after turn %d", s.state.Turns))
+	cctx, cancel := workflow.WithCancel(ctx)
+	s.cancelTurn = cancel
+	defer func() { s.cancelTurn = nil }()
+	req := contract.CompactRequest{
+		SessionID: workflow.GetInfo(ctx).WorkflowExecution.ID, Turn: s.state.Turns, Head: s.state.Head,
+		Compaction: s.state.Compaction, KeepReplies: compactKeepReplies, MinReplies: compactMinReplies,
+		Model: s.in.Model, Endpoint: s.in.Endpoint, Retry: s.in.Retry,
+	}
+	fut := workflow.ExecuteActivity(workflow.WithActivityOptions(cctx, compactOptions(s.state.Turns, s.in.HeartbeatTimeout)), contract.CompactActivity, req)
+	if deadline != nil {
+		sel := workflow.NewSelector(ctx)
+		sel.AddFuture(fut, func(workflow.Future) {})
+		sel.AddFuture(deadline, func(workflow.Future) { cancel() })
+		sel.Select(ctx)
+	}
+	var res contract.CompactResult
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	err := fut.Get(dctx, &res)
+	switch {
+	case err != nil && (isCanceled(err) || ctx.Err() != nil || s.cancelReq != nil):
+		return true
+	case err != nil:
+		f := modelFailure(err)
+		s.addEvent(ctx, contract.Event{Event: contract.EventNotice, Turn: s.state.Turns, Class: f.Class,
+			Text: "the transcript could not be compacted (" + f.Reason + "); the session goes on with all of it"})
+		return true
+	case res.Compaction == nil:
+		return true
+	}
+	s.state.Compaction = res.Compaction
+	s.state.Usage = s.state.Usage.Add(res.Usage)
+	s.state.Counters.Compactions++
+	s.state.Counters.CompactionTokens += res.Usage.Total()
+	if res.Fallback {
+		s.state.Counters.FallbackCalls++
+	}
+	s.addEvent(ctx, contract.Event{
+		Event: contract.EventCompaction, Turn: s.state.Turns, Tokens: res.Usage.Total(), SavedTokens: res.SavedTokens,
+		Text: fmt.Sprintf("the first %d model replies and their tool results are summarised for later model calls (the full transcript is kept): the summary took %d tokens and saves about %d input tokens a call",
+			res.Replies, res.Usage.Total(), res.SavedTokens),
+	})
+	return true
+}
+
+// noteInput keeps the input tokens of a turn's model call, which decide when to compact.
+func (s *session) noteInput(res contract.TurnResult) {
+	if res.Counters.GatewayCalls > 0 && res.Usage.InputTokens > 0 {
+		s.state.LastInput = res.Usage.InputTokens
+	}
+}
+
+// compactOptions are a model call's options: the activity decides its retries as CallModel does.
+func compactOptions(turn int, hb time.Duration) workflow.ActivityOptions {
+	o := modelCallOptions(turn, hb)
+	o.Summary = fmt.Sprintf("compaction after turn %d", turn)
+	return o
+}
