@@ -72,6 +72,7 @@ func TestRecordHistories(t *testing.T) {
 		{name: "refusal", args: []string{"--inject", "refusal"}, status: contract.StatusFailed},
 		{name: "say", args: []string{"--inject", "long_command"}, steer: sayWhileRunning, status: contract.StatusCompleted},
 		{name: "interrupt", args: []string{"--inject", "long_command"}, steer: interruptWhileRunning, status: contract.StatusCompleted},
+		{name: "compaction", args: []string{"--context-tokens", "100"}, status: contract.StatusCompleted},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
