@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -82,23 +83,47 @@ func printAttempts(ctx context.Context, c client.Client, wid, output string, out
 	if output != "jsonl" {
 		fmt.Fprintln(tw, "TIME\tTURN\tACTIVITY\tATTEMPTS\tOUTCOME\tCLASS\tMODEL")
 	}
-	for _, turn := range turns {
-		rows, err := activityRows(ctx, c, turn)
-		if err != nil {
-			return err
-		}
-		for _, r := range rows {
-			if output == "jsonl" {
-				r.Event, r.WorkflowID, r.At = "attempt", wid, r.At.UTC()
-				if err := enc.Encode(r); err != nil {
-					return fmt.Errorf("writing the attempts: %w", err)
-				}
-				continue
+	rows, err := sessionRows(ctx, c, wid, turns)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if output == "jsonl" {
+			r.Event, r.WorkflowID, r.At = "attempt", wid, r.At.UTC()
+			if err := enc.Encode(r); err != nil {
+				return fmt.Errorf("writing the attempts: %w", err)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.At.Format(time.TimeOnly), r.Turn, r.Activity, r.Attempts, r.Outcome, r.Class, r.Model)
+			continue
 		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.At.Format(time.TimeOnly), r.Turn, r.Activity, r.Attempts, r.Outcome, r.Class, r.Model)
 	}
 	return tw.Flush()
+}
+
+// sessionRows lists the activities of a session's turns, turn by turn, with the session's own model
+// calls (compactions, between turns) in their place by time.
+func sessionRows(ctx context.Context, c client.Client, wid string, turns []string) ([]attemptRow, error) {
+	own, err := activityRows(ctx, c, wid)
+	if err != nil {
+		return nil, err
+	}
+	var rows []attemptRow
+	for _, r := range own {
+		if strings.HasPrefix(r.Activity, contract.CompactActivity) {
+			r.Turn = "compaction"
+			rows = append(rows, r)
+		}
+	}
+	for _, turn := range turns {
+		more, err := activityRows(ctx, c, turn)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, more...)
+	}
+	// Stable: a turn's own activities keep their order.
+	slices.SortStableFunc(rows, func(a, b attemptRow) int { return a.At.Compare(b.At) })
+	return rows, nil
 }
 
 // failureClass is Keel's class of a failure: the class a model call's failure carries in its
@@ -190,7 +215,7 @@ func settle(ev *historypb.HistoryEvent, byID map[int64]*attemptRow) {
 	}
 	if r := byID[sched]; r != nil {
 		r.Outcome = outcome
-		if strings.HasPrefix(r.Activity, contract.CallModelActivity) && (model != "" || r.Model == "") {
+		if (strings.HasPrefix(r.Activity, contract.CallModelActivity) || strings.HasPrefix(r.Activity, contract.CompactActivity)) && (model != "" || r.Model == "") {
 			r.Model = model
 		}
 		if class != "" {
@@ -209,7 +234,8 @@ func askedFor(input *commonpb.Payloads) string {
 	return endpointLabel(*req.Endpoint, req.Model)
 }
 
-// servedBy reads which model answered from a CallModel result, as the history recorded it.
+// servedBy reads which model answered from a CallModel or CompactTranscript result, as the
+// history recorded it (both results name it the same way).
 func servedBy(result *commonpb.Payloads) string {
 	var resp contract.ModelResponse
 	if converter.GetDefaultDataConverter().FromPayloads(result, &resp) != nil || resp.Model == "" {

@@ -93,6 +93,13 @@ func TestCompactionThenForkSeesFullTranscript(t *testing.T) {
 		t.Logf("compaction event: %s", compaction.Text)
 	}
 
+	att := exec.Command(starter, "attempts", sum.WorkflowID)
+	att.Env = environ
+	out, err := att.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "compaction") || !strings.Contains(string(out), contract.CompactActivity) {
+		t.Errorf("starter attempts does not list the compaction: %v\n%s", err, out)
+	}
+
 	before := len(gw.Stats().Records)
 	fork := runIn(t, environ, "fork", sum.WorkflowID, "--turn", "2", "--output", "jsonl")
 	if fork.Code != 0 || fork.Summary.Status != contract.StatusCompleted {
