@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -127,6 +128,40 @@ func TestCompactionDecision(t *testing.T) {
 			}
 			assert.Equal(t, c.compactions, events, "compaction events")
 			assert.Equal(t, c.notice, notices > 0, "a notice of the failed compaction")
+		})
+	}
+}
+
+// TestCompactionStops: a compaction in flight is a step like a turn: a person's cancel and the
+// duration limit cancel its model call and end the session at once, with no turn after it.
+func TestCompactionStops(t *testing.T) {
+	cases := []struct {
+		name   string
+		limits contract.Limits
+		cancel bool
+		status string
+	}{
+		{name: "cancelled", limits: contract.Limits{ContextTokens: 1000}, cancel: true, status: contract.StatusCancelled},
+		{name: "out of time", limits: contract.Limits{ContextTokens: 1000, MaxDuration: 30 * time.Second}, status: contract.StatusLimit},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			u := contract.Usage{InputTokens: 900, OutputTokens: 20}
+			w := newWorld(t, append(busyModel(7, u), answerReply("done", u))...)
+			w.compact = func(_ context.Context, req contract.CompactRequest) (contract.CompactResult, error) {
+				return folded(1, req)
+			}
+			w.compactDelay = time.Hour
+			if c.cancel {
+				w.at(10*time.Second, func() { w.env.SignalWorkflow(contract.SignalCancel, contract.CancelRequest{Reason: "enough"}) })
+			}
+			sum := w.run(input(c.limits))
+			assert.Equal(t, c.status, sum.Status)
+			assert.Equal(t, 4, sum.Turns, "no turn after the compaction")
+			assert.Len(t, w.modelRequests(), 4)
+			_, cancelled := w.activities()
+			assert.Contains(t, cancelled, contract.CompactActivity, "the compaction's model call was cancelled")
+			assert.Zero(t, sum.Compactions)
 		})
 	}
 }

@@ -57,8 +57,10 @@ type world struct {
 	tool func(contract.ToolRequest) contract.ToolResult
 	// toolDelay is how long every tool call takes on the workflow clock.
 	toolDelay time.Duration
-	// compact answers the CompactTranscript activity; nil folds nothing.
-	compact func(context.Context, contract.CompactRequest) (contract.CompactResult, error)
+	// compact answers the CompactTranscript activity; nil folds nothing. compactDelay is how long
+	// it takes on the workflow clock.
+	compact      func(context.Context, contract.CompactRequest) (contract.CompactResult, error)
+	compactDelay time.Duration
 }
 
 // newWorld builds a test environment with both workflows registered under their contract names and
@@ -77,18 +79,20 @@ func newWorld(t *testing.T, script ...reply) *world {
 	env.RegisterActivityWithOptions(w.callModel, activity.RegisterOptions{Name: contract.CallModelActivity})
 	env.RegisterActivityWithOptions(w.runTool, activity.RegisterOptions{Name: contract.RunToolActivity})
 	env.RegisterActivityWithOptions(w.notify, activity.RegisterOptions{Name: contract.NotifyActivity})
-	env.RegisterActivityWithOptions(func(ctx context.Context, req contract.CompactRequest) (contract.CompactResult, error) {
+	compact := func(ctx context.Context, req contract.CompactRequest) (contract.CompactResult, error) {
 		if w.compact == nil {
 			return contract.CompactResult{}, nil
 		}
 		return w.compact(ctx, req)
-	}, activity.RegisterOptions{Name: contract.CompactActivity})
+	}
+	env.RegisterActivityWithOptions(compact, activity.RegisterOptions{Name: contract.CompactActivity})
 	env.RegisterActivityWithOptions(func(context.Context) ([]contract.ToolSpec, error) { return toolspec.Builtin(), nil },
 		activity.RegisterOptions{Name: contract.ListToolsActivity})
 
 	// The mocks delegate to the same functions; they exist so that a call can take time on the
 	// workflow clock (which the test environment skips) instead of on the wall clock.
 	env.OnActivity(contract.CallModelActivity, mock.Anything, mock.Anything).AfterFn(w.nextModelDelay).Return(w.callModel).Maybe()
+	env.OnActivity(contract.CompactActivity, mock.Anything, mock.Anything).AfterFn(func() time.Duration { return w.compactDelay }).Return(compact).Maybe()
 	env.OnActivity(contract.RunToolActivity, mock.Anything, mock.Anything).AfterFn(func() time.Duration { return w.toolDelay }).Return(w.runTool).Maybe()
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
 		if info.ActivityType.Name == contract.ListToolsActivity {
