@@ -261,3 +261,71 @@ func TestCompactionCutKeepsCallsWithResults(t *testing.T) {
 		})
 	}
 }
+
+// scriptedSummary is a provider that answers every request with one fixed reply.
+type scriptedSummary struct{ reply contract.Message }
+
+func (s scriptedSummary) Name() string { return "scripted" }
+
+func (s scriptedSummary) Stream(context.Context, gateway.Request, func(string)) (gateway.Response, error) {
+	return gateway.Response{Message: s.reply, Usage: contract.Usage{InputTokens: 100, OutputTokens: 10}}, nil
+}
+
+// TestCompactionDistrustsTheSummary: the model is not trusted with the summary either. One that
+// runs on is cut to 16 KiB, so it cannot fill the window it should free; an empty one, or tool calls
+// instead of text, fails the compaction (the session goes on without it) and stores nothing.
+func TestCompactionDistrustsTheSummary(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name    string
+		reply   contract.Message
+		wantLen int // 0: the compaction fails
+	}{
+		{name: "runs on", reply: contract.Message{Role: contract.RoleAssistant, Content: strings.Repeat("all work and no play ", 10_000)}, wantLen: 16 << 10},
+		{name: "empty", reply: contract.Message{Role: contract.RoleAssistant, Content: "  \n"}},
+		{name: "tool calls instead", reply: contract.Message{Role: contract.RoleAssistant, ToolCalls: []contract.ToolCall{{ID: "x", Name: "run_command", Arguments: `{"command":"rm -rf /"}`}}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st, err := store.OpenFile(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs := []contract.Message{{Role: contract.RoleUser, Content: "fix the failing test"}}
+			for i := 1; i <= 4; i++ {
+				msgs = append(msgs, demoTurn(i, "read_file", "path", fmt.Sprintf("f%d.go", i), strings.Repeat("x", 500))...)
+			}
+			head, err := st.Append(ctx, "", msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			acts := &activities.Activities{Gateway: scriptedSummary{c.reply}, Store: st, Events: events.NewPublisher()}
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestActivityEnvironment()
+			env.RegisterActivityWithOptions(acts.CompactTranscript, activity.RegisterOptions{Name: contract.CompactActivity})
+			val, err := env.ExecuteActivity(contract.CompactActivity, contract.CompactRequest{SessionID: "s", Turn: 4, Head: head, KeepReplies: 2, MinReplies: 2})
+			if c.wantLen == 0 {
+				_, f := failureOf(t, err)
+				if f.Class != contract.ClassSchema {
+					t.Fatalf("want a surfaced schema failure, got %+v (%v)", f, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res contract.CompactResult
+			if err := val.Get(&res); err != nil || res.Compaction == nil {
+				t.Fatalf("result %+v (%v)", res, err)
+			}
+			start, err := st.Load(ctx, res.Compaction.Head)
+			if err != nil {
+				t.Fatal(err)
+			}
+			summary := start[len(start)-1].Content
+			if n := len(summary) - len(contract.CompactionPrefix); n > c.wantLen+16 || !strings.HasSuffix(summary, "[…]") {
+				t.Fatalf("the summary kept %d bytes (ends %q), want at most %d and a mark that it was cut", n, summary[len(summary)-10:], c.wantLen)
+			}
+		})
+	}
+}

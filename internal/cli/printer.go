@@ -125,6 +125,9 @@ func (t *textPrinter) summary(s contract.Summary) {
 	defer t.mu.Unlock()
 	t.line(fmt.Sprintf("\n%s · %d turns · %d tool calls (%d blocked) · %d tokens · model calls %d, attempts %d",
 		s.Status, s.Turns, s.ToolCalls, s.BlockedCalls, s.Tokens, s.GatewayCalls, s.GatewayAttempts))
+	if s.Compactions > 0 {
+		t.line(fmt.Sprintf("compacted %d times (%d of the tokens)", s.Compactions, s.CompactionTokens))
+	}
 	if s.Reason != "" {
 		t.line("reason: " + s.Reason)
 	}
