@@ -2,45 +2,18 @@ package contract
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
+
+	"github.com/keelrun/keel/internal/jsondur"
 )
-
-// jsonDuration is a duration as people read it in the Web UI ("30m0s"), not as nanoseconds.
-// It still reads the nanosecond numbers of sessions started before, so their histories replay.
-type jsonDuration time.Duration
-
-// MarshalJSON writes the duration as text.
-func (d jsonDuration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(time.Duration(d).String())
-}
-
-// UnmarshalJSON reads text ("30m", "1h30m0s") or a number of nanoseconds.
-func (d *jsonDuration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return fmt.Errorf("reading duration %q: %w", s, err)
-		}
-		*d = jsonDuration(v)
-		return nil
-	}
-	var n int64
-	if err := json.Unmarshal(b, &n); err != nil {
-		return fmt.Errorf("reading duration %s: want text such as \"30m\" or nanoseconds", b)
-	}
-	*d = jsonDuration(n)
-	return nil
-}
 
 // MarshalJSON writes MaxDuration as text.
 func (l Limits) MarshalJSON() ([]byte, error) {
 	type plain Limits
 	return json.Marshal(struct {
 		plain
-		MaxDuration jsonDuration `json:"max_duration,omitempty"`
-	}{plain(l), jsonDuration(l.MaxDuration)})
+		MaxDuration jsondur.Duration `json:"max_duration,omitempty"`
+	}{plain(l), jsondur.Duration(l.MaxDuration)})
 }
 
 // UnmarshalJSON reads MaxDuration as text or nanoseconds.
@@ -48,7 +21,7 @@ func (l *Limits) UnmarshalJSON(b []byte) error {
 	type plain Limits
 	aux := struct {
 		*plain
-		MaxDuration jsonDuration `json:"max_duration,omitempty"`
+		MaxDuration jsondur.Duration `json:"max_duration,omitempty"`
 	}{plain: (*plain)(l)}
 	if err := json.Unmarshal(b, &aux); err != nil {
 		return err
@@ -62,9 +35,9 @@ func (r RetryConfig) MarshalJSON() ([]byte, error) {
 	type plain RetryConfig
 	return json.Marshal(struct {
 		plain
-		Base jsonDuration `json:"base,omitempty"`
-		Cap  jsonDuration `json:"cap,omitempty"`
-	}{plain(r), jsonDuration(r.Base), jsonDuration(r.Cap)})
+		Base jsondur.Duration `json:"base,omitempty"`
+		Cap  jsondur.Duration `json:"cap,omitempty"`
+	}{plain(r), jsondur.Duration(r.Base), jsondur.Duration(r.Cap)})
 }
 
 // UnmarshalJSON reads Base and Cap as text or nanoseconds.
@@ -72,8 +45,8 @@ func (r *RetryConfig) UnmarshalJSON(b []byte) error {
 	type plain RetryConfig
 	aux := struct {
 		*plain
-		Base jsonDuration `json:"base,omitempty"`
-		Cap  jsonDuration `json:"cap,omitempty"`
+		Base jsondur.Duration `json:"base,omitempty"`
+		Cap  jsondur.Duration `json:"cap,omitempty"`
 	}{plain: (*plain)(r)}
 	if err := json.Unmarshal(b, &aux); err != nil {
 		return err
@@ -87,9 +60,9 @@ func (p ToolPolicy) MarshalJSON() ([]byte, error) {
 	type plain ToolPolicy
 	return json.Marshal(struct {
 		plain
-		ApprovalTimeout jsonDuration `json:"approval_timeout,omitempty"`
-		CommandTimeout  jsonDuration `json:"command_timeout,omitempty"`
-	}{plain(p), jsonDuration(p.ApprovalTimeout), jsonDuration(p.CommandTimeout)})
+		ApprovalTimeout jsondur.Duration `json:"approval_timeout,omitempty"`
+		CommandTimeout  jsondur.Duration `json:"command_timeout,omitempty"`
+	}{plain(p), jsondur.Duration(p.ApprovalTimeout), jsondur.Duration(p.CommandTimeout)})
 }
 
 // UnmarshalJSON reads the policy's timeouts as text or nanoseconds.
@@ -97,8 +70,8 @@ func (p *ToolPolicy) UnmarshalJSON(b []byte) error {
 	type plain ToolPolicy
 	aux := struct {
 		*plain
-		ApprovalTimeout jsonDuration `json:"approval_timeout,omitempty"`
-		CommandTimeout  jsonDuration `json:"command_timeout,omitempty"`
+		ApprovalTimeout jsondur.Duration `json:"approval_timeout,omitempty"`
+		CommandTimeout  jsondur.Duration `json:"command_timeout,omitempty"`
 	}{plain: (*plain)(p)}
 	if err := json.Unmarshal(b, &aux); err != nil {
 		return err
@@ -112,8 +85,8 @@ func (e EscalationPolicy) MarshalJSON() ([]byte, error) {
 	type plain EscalationPolicy
 	return json.Marshal(struct {
 		plain
-		Deadline jsonDuration `json:"deadline,omitempty"`
-	}{plain(e), jsonDuration(e.Deadline)})
+		Deadline jsondur.Duration `json:"deadline,omitempty"`
+	}{plain(e), jsondur.Duration(e.Deadline)})
 }
 
 // UnmarshalJSON reads the escalation deadline as text or nanoseconds.
@@ -121,7 +94,7 @@ func (e *EscalationPolicy) UnmarshalJSON(b []byte) error {
 	type plain EscalationPolicy
 	aux := struct {
 		*plain
-		Deadline jsonDuration `json:"deadline,omitempty"`
+		Deadline jsondur.Duration `json:"deadline,omitempty"`
 	}{plain: (*plain)(e)}
 	if err := json.Unmarshal(b, &aux); err != nil {
 		return err
@@ -135,8 +108,8 @@ func (in SessionInput) MarshalJSON() ([]byte, error) {
 	type plain SessionInput
 	return json.Marshal(struct {
 		plain
-		HeartbeatTimeout jsonDuration `json:"heartbeat_timeout,omitempty"`
-	}{plain(in), jsonDuration(in.HeartbeatTimeout)})
+		HeartbeatTimeout jsondur.Duration `json:"heartbeat_timeout,omitempty"`
+	}{plain(in), jsondur.Duration(in.HeartbeatTimeout)})
 }
 
 // UnmarshalJSON reads HeartbeatTimeout as text or nanoseconds.
@@ -144,7 +117,7 @@ func (in *SessionInput) UnmarshalJSON(b []byte) error {
 	type plain SessionInput
 	aux := struct {
 		*plain
-		HeartbeatTimeout jsonDuration `json:"heartbeat_timeout,omitempty"`
+		HeartbeatTimeout jsondur.Duration `json:"heartbeat_timeout,omitempty"`
 	}{plain: (*plain)(in)}
 	if err := json.Unmarshal(b, &aux); err != nil {
 		return err
@@ -158,8 +131,8 @@ func (in TurnInput) MarshalJSON() ([]byte, error) {
 	type plain TurnInput
 	return json.Marshal(struct {
 		plain
-		HeartbeatTimeout jsonDuration `json:"heartbeat_timeout,omitempty"`
-	}{plain(in), jsonDuration(in.HeartbeatTimeout)})
+		HeartbeatTimeout jsondur.Duration `json:"heartbeat_timeout,omitempty"`
+	}{plain(in), jsondur.Duration(in.HeartbeatTimeout)})
 }
 
 // UnmarshalJSON reads HeartbeatTimeout as text or nanoseconds.
@@ -167,7 +140,7 @@ func (in *TurnInput) UnmarshalJSON(b []byte) error {
 	type plain TurnInput
 	aux := struct {
 		*plain
-		HeartbeatTimeout jsonDuration `json:"heartbeat_timeout,omitempty"`
+		HeartbeatTimeout jsondur.Duration `json:"heartbeat_timeout,omitempty"`
 	}{plain: (*plain)(in)}
 	if err := json.Unmarshal(b, &aux); err != nil {
 		return err
