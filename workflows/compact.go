@@ -13,28 +13,10 @@ import (
 // limits.context_tokens asks for it, so histories from before compaction never meet it.
 const versionCompaction = "compaction"
 
-// Compaction's rules (docs/architecture.md, "Compaction").
-const (
-	// compactPercent is how full the context window (limits.context_tokens) may get, as the input
-	// tokens the provider reported for the last model call, before the oldest turns are folded.
-	compactPercent = 80
-	// compactKeepReplies is how many of the newest model replies, with their tool results, every
-	// compaction keeps as they are.
-	compactKeepReplies = 2
-	// compactMinReplies is the fewest model replies worth a summary.
-	compactMinReplies = 2
-	// compactEveryTurns is how many turns pass after a compaction, or an attempt that folded
-	// nothing or failed, before the next is tried.
-	compactEveryTurns = 2
-)
-
-// shouldCompact says whether the last model call's input reached compactPercent of the context
-// window and there may be enough old turns to fold.
+// shouldCompact says whether the context window is nearly full and there may be enough old
+// turns to fold (contract.CompactionDue).
 func (s *session) shouldCompact() bool {
-	window := s.in.Limits.ContextTokens
-	return window > 0 && s.state.Head != "" &&
-		s.state.LastInput*100 >= window*compactPercent &&
-		s.state.Turns >= max(s.state.CompactAt, compactKeepReplies+compactMinReplies)
+	return s.state.Head != "" && contract.CompactionDue(s.in.Limits.ContextTokens, s.state.LastInput, s.state.Turns, s.state.CompactAt)
 }
 
 // compact folds the oldest turns into a summary when the context window is nearly full, before the
@@ -45,14 +27,14 @@ func (s *session) compact(ctx workflow.Context, deadline workflow.Future) bool {
 	if !s.shouldCompact() || workflow.GetVersion(ctx, versionCompaction, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return false
 	}
-	s.state.CompactAt = s.state.Turns + compactEveryTurns
+	s.state.CompactAt = s.state.Turns + contract.CompactEveryTurns
 	s.setDetails(ctx, fmt.Sprintf("compacting the transcript after turn %d", s.state.Turns))
 	cctx, cancel := workflow.WithCancel(ctx)
 	s.cancelTurn = cancel
 	defer func() { s.cancelTurn = nil }()
 	req := contract.CompactRequest{
 		SessionID: workflow.GetInfo(ctx).WorkflowExecution.ID, Turn: s.state.Turns, Head: s.state.Head,
-		Compaction: s.state.Compaction, KeepReplies: compactKeepReplies, MinReplies: compactMinReplies,
+		Compaction: s.state.Compaction, KeepReplies: contract.CompactKeepReplies, MinReplies: contract.CompactMinReplies,
 		Model: s.in.Model, Endpoint: s.in.Endpoint, Retry: s.in.Retry,
 	}
 	fut := workflow.ExecuteActivity(workflow.WithActivityOptions(cctx, compactOptions(s.state.Turns, s.in.HeartbeatTimeout)), contract.CompactActivity, req)

@@ -71,9 +71,9 @@ func runCompacting(t testing.TB, provider string, turns int, window int64) compa
 	compactAt := 0
 	for i := 1; i <= turns; i++ {
 		done := i - 1
-		if window > 0 && run.lastInput*100 >= window*80 && done >= max(compactAt, 4) {
-			compactAt = done + 2
-			val, err := env.ExecuteActivity(contract.CompactActivity, contract.CompactRequest{SessionID: "s", Turn: done, Head: head, Compaction: view, KeepReplies: 2, MinReplies: 2})
+		if contract.CompactionDue(window, run.lastInput, done, compactAt) {
+			compactAt = done + contract.CompactEveryTurns
+			val, err := env.ExecuteActivity(contract.CompactActivity, contract.CompactRequest{SessionID: "s", Turn: done, Head: head, Compaction: view, KeepReplies: contract.CompactKeepReplies, MinReplies: contract.CompactMinReplies})
 			if err != nil {
 				t.Fatalf("compacting after turn %d: %v", done, err)
 			}
