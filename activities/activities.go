@@ -37,8 +37,11 @@ type Activities struct {
 	Sandbox *sandbox.Config
 	// MCP serves the tools of the configured MCP servers; nil when there are none.
 	MCP *mcp.Manager
-	// Tools runs tool calls; nil means DefaultTools with OutputCap and MCP.
+	// Tools runs tool calls; nil means DefaultTools with OutputCap, MCP, Sandbox and CheckWorkdir.
 	Tools ToolRunner
+	// CheckWorkdir refuses a session's work directory that holds the worker's own state, store or
+	// configuration (config.Config.CheckWorkdir); nil checks nothing.
+	CheckWorkdir func(dir string) error
 	// Models is the primary model and its fallbacks (gateway.fallbacks); nil means Gateway alone.
 	Models *gateway.Chain
 

@@ -70,12 +70,20 @@ type DefaultTools struct {
 	MCP *mcp.Manager
 	// Sandbox confines every run_command; nil runs commands unconfined (tools.sandbox: off).
 	Sandbox *sandbox.Config
+	// CheckWorkdir, when set, refuses a work directory that holds the worker's own files.
+	CheckWorkdir func(dir string) error
 }
 
 // Run runs the call where its tool lives.
 func (d DefaultTools) Run(ctx context.Context, req contract.ToolRequest) (contract.ToolResult, error) {
 	if req.Server != "" && d.MCP != nil {
 		return d.MCP.Call(ctx, req.Server, req.Call.Name, req.Call.Arguments), nil
+	}
+	if d.CheckWorkdir != nil {
+		if err := d.CheckWorkdir(req.Workdir); err != nil {
+			activity.GetLogger(ctx).Error("refusing the session's tools: its work directory holds the worker's own files", "workdir", req.Workdir, "error", err)
+			return WorkdirRefused, nil
+		}
 	}
 	box := &tools.Box{Root: req.Workdir, Policy: req.Policy, OutputCap: d.OutputCap, Sandbox: d.Sandbox, Live: liveOutputOf(ctx)}
 	box.SandboxFailed = func(err error) {
@@ -86,10 +94,28 @@ func (d DefaultTools) Run(ctx context.Context, req contract.ToolRequest) (contra
 	return box.Run(ctx, req.Call), nil
 }
 
+// WorkdirRefused is what a built-in tool answers in a work directory that holds the worker's own
+// state, store or configuration: nothing runs there, because a session could read other sessions'
+// transcripts or rewrite how later commands are confined. The model cannot fix that, so the
+// result is fatal and the session asks a person; the worker logs which file it was.
+var WorkdirRefused = contract.ToolResult{
+	Content: "This session's work directory holds the worker's own files, which no session may reach, so the tool " +
+		"was not run and nothing changed. Do not try other tools: conclude and report that the session has to be " +
+		"started in a work directory that does not contain them.",
+	IsError: true,
+	Fatal:   true,
+}
+
 // tools is the configured runner, or DefaultTools over the struct's own dependencies.
 func (a *Activities) tools() ToolRunner {
 	if a.Tools != nil {
 		return a.Tools
 	}
-	return DefaultTools{OutputCap: a.OutputCap, MCP: a.MCP, Sandbox: a.Sandbox}
+	return a.DefaultTools()
+}
+
+// DefaultTools is the built-in runner over the struct's own dependencies; the worker's wiring
+// wraps it in its hooks.
+func (a *Activities) DefaultTools() DefaultTools {
+	return DefaultTools{OutputCap: a.OutputCap, MCP: a.MCP, Sandbox: a.Sandbox, CheckWorkdir: a.CheckWorkdir}
 }

@@ -14,7 +14,7 @@ import (
 )
 
 func main() {
-	configPath := flag.String("config", "", "configuration file (default keel.yaml, or $KEEL_CONFIG)")
+	configPath := flag.String("config", "", config.FileHelp)
 	flag.Parse()
 	cfg, err := config.Load(*configPath, nil, nil)
 	if err != nil {

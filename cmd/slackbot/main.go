@@ -84,7 +84,7 @@ func newCommand(stderr io.Writer) *cobra.Command {
 		SilenceUsage:  true,
 	}
 	f := cmd.Flags()
-	f.String("config", "", "configuration file (env KEEL_CONFIG, default keel.yaml in the working directory if present)")
+	f.String("config", "", config.FileHelp)
 	f.String("listen", "", "listen address (key "+keyListen+", env "+envListen+", default "+escalation.DefaultSlackListen+")")
 	f.String("team", "", "Slack team ID whose requests are accepted (key "+keyTeam+", env "+envTeam+")")
 	f.String("approvers", "", "comma-separated Slack user IDs allowed to answer (key "+keyApprovers+", env "+envApprovers+")")

@@ -112,6 +112,8 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 		Notifiers: Notifiers(cfg),
 		OutputCap: cfg.OutputCap,
 		Sandbox:   cfg.Sandbox,
+		// A session's work directory may not hold this worker's state, store or configuration.
+		CheckWorkdir: cfg.CheckWorkdir,
 	}
 	if j := cfg.Gateway.FixedJitter; j != nil {
 		draw := *j
@@ -121,7 +123,7 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 		acts.MCP = mcp.NewManager(cfg.MCP)
 	}
 	if len(hooks) > 0 {
-		var r activities.ToolRunner = activities.DefaultTools{OutputCap: acts.OutputCap, MCP: acts.MCP, Sandbox: acts.Sandbox}
+		var r activities.ToolRunner = acts.DefaultTools()
 		for _, h := range hooks {
 			r = h(r)
 		}

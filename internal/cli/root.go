@@ -69,10 +69,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	root.SetArgs(args)
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.configPath, "config", "", "configuration file (default keel.yaml in the working directory, or $KEEL_CONFIG)")
+	pf.StringVar(&g.configPath, "config", "", config.FileHelp)
 	pf.String("temporal-address", "", "Temporal frontend host:port (temporal.address)")
 	pf.String("namespace", "", "Temporal namespace (temporal.namespace)")
-	pf.String("state-dir", "", "folder for the dev server's state and the local store (dev.state_dir)")
+	pf.String("state-dir", "", "folder for the dev server's state and the local store, outside every work directory (dev.state_dir; default: the user's state folder)")
 	root.AddCommand(demoCmd(g), runCmd(g), devCmd(g), cancelCmd(g), answerCmd(g), escalationsCmd(g), gatewayCmd(g),
 		attemptsCmd(g), watchCmd(g), forkCmd(g), selftestCmd(g), approveCmd(g), sayCmd(g), interruptCmd(g))
 

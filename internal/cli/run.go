@@ -46,6 +46,8 @@ func runCmd(g *globals) *cobra.Command {
 			}
 			if onWorkers {
 				p.info(fmt.Sprintf("work directory %s is not on this machine: it is taken as a path on the workers, which must have it", abs))
+			} else if err := cfg.CheckWorkdir(abs); err != nil {
+				return &exitError{code: ExitUsage, err: err}
 			}
 			ctx := cmd.Context()
 			if dev {

@@ -1,7 +1,8 @@
-// Package config loads Keel's configuration from keel.yaml, KEEL_* environment variables (plus the
+// Package config loads Keel's configuration from a keel.yaml, KEEL_* environment variables (plus the
 // usual TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE) and command-line flags, in rising precedence. Every
 // value is checked at load time: a bad one stops the program before anything starts, with one line
-// naming the key.
+// naming the key. It also decides which of Keel's own files and folders no work directory may
+// contain (CheckWorkdir).
 package config
 
 import (
@@ -37,6 +38,8 @@ type Config struct {
 	Events     Events
 	// MCP lists the MCP servers whose tools the sessions get.
 	MCP []mcp.ServerConfig
+	// File is the configuration file that was read, as an absolute path; "" when none was.
+	File string
 }
 
 // Temporal says where the Temporal server is.
@@ -56,7 +59,8 @@ type Temporal struct {
 
 // Dev configures the local dev stack the starter can bring up.
 type Dev struct {
-	// StateDir holds the dev server's SQLite file and the local transcript store.
+	// StateDir holds the dev server's SQLite file and the local transcript store, as an absolute
+	// path; DefaultStateDir when dev.state_dir is not set.
 	StateDir string
 	UIPort   int
 	// MetricsPort serves the started dev server's Prometheus metrics (its `action` counter among
@@ -180,7 +184,7 @@ var defaults = map[string]any{
 	"temporal.ui_url":                 "",
 	"temporal.turns_per_run":          0,
 	"temporal.fallback_heartbeat":     "200ms",
-	"dev.state_dir":                   ".keel",
+	"dev.state_dir":                   "",
 	"dev.ui_port":                     8233,
 	"dev.metrics_port":                0,
 	"gateway.provider":                contract.ProviderOpenAI,
@@ -263,9 +267,8 @@ var FlagKeys = map[string]string{
 	"state-dir":        "dev.state_dir",
 }
 
-// Load reads the configuration: file (path, or keel.yaml in the working directory when path is
-// empty), environment, then any flags in fs that were set, then overrides (what a command itself
-// fixes, such as the demo's fake gateway).
+// Load reads the configuration: the file (see configFile), the environment, then any flags in fs
+// that were set, then overrides (what a command itself fixes, such as the demo's fake gateway).
 func Load(path string, fs *pflag.FlagSet, overrides map[string]any) (Config, error) {
 	v := viper.New()
 	for k, d := range defaults {
@@ -277,7 +280,8 @@ func Load(path string, fs *pflag.FlagSet, overrides map[string]any) (Config, err
 	_ = v.BindEnv("temporal.address", "KEEL_TEMPORAL_ADDRESS", "TEMPORAL_ADDRESS")
 	_ = v.BindEnv("temporal.namespace", "KEEL_TEMPORAL_NAMESPACE", "TEMPORAL_NAMESPACE")
 
-	if err := readFile(v, path); err != nil {
+	file, err := readFile(v, path)
+	if err != nil {
 		return Config{}, err
 	}
 	if fs != nil {
@@ -290,29 +294,45 @@ func Load(path string, fs *pflag.FlagSet, overrides map[string]any) (Config, err
 	for k, val := range overrides {
 		v.Set(k, val)
 	}
-	return decode(v)
+	return decode(v, file)
 }
 
-func readFile(v *viper.Viper, path string) error {
+// configFile is the file to read: path (--config), else $KEEL_CONFIG, both even when missing so
+// that a typo is an error; else the user's own file (UserConfigFile), else keel.yaml in the working
+// directory, each only when it exists; else "" for none. The user's file comes before the working
+// directory's so that a team can keep its settings out of the work directory, where the model
+// could rewrite them (the starter and the worker refuse a work directory that holds the file in use).
+func configFile(path string) string {
 	if path == "" {
 		path = os.Getenv("KEEL_CONFIG")
 	}
-	if path == "" {
-		if _, err := os.Stat("keel.yaml"); err != nil {
-			return nil
+	if path != "" {
+		return path
+	}
+	for _, p := range []string{UserConfigFile(), FileName} {
+		if st, err := os.Stat(p); p != "" && err == nil && !st.IsDir() {
+			return p
 		}
-		path = "keel.yaml"
+	}
+	return ""
+}
+
+// readFile reads the configuration file into v and returns its absolute path, "" when there is none.
+func readFile(v *viper.Viper, path string) (string, error) {
+	path = configFile(path)
+	if path == "" {
+		return "", nil
 	}
 	v.SetConfigFile(path)
 	if err := v.ReadInConfig(); err != nil {
-		return &Error{Key: "file", Msg: fmt.Sprintf("reading %s: %v", path, err)}
+		return "", &Error{Key: "file", Msg: fmt.Sprintf("reading %s: %v", path, err)}
 	}
 	for _, k := range v.AllKeys() {
 		if _, ok := defaults[k]; !ok && !strings.HasPrefix(k, "tools.fallbacks.") && !strings.HasPrefix(k, "gateway.keys.") {
-			return &Error{Key: k, Msg: fmt.Sprintf("unknown key in %s", path)}
+			return "", &Error{Key: k, Msg: fmt.Sprintf("unknown key in %s", path)}
 		}
 	}
-	return nil
+	return absPath(path), nil
 }
 
 // Duration parses a duration-valued key.

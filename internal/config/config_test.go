@@ -89,11 +89,7 @@ func TestLoad(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			t.Chdir(t.TempDir())
-			for _, k := range []string{"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "KEEL_CONFIG"} {
-				t.Setenv(k, "")
-				os.Unsetenv(k)
-			}
+			isolate(t)
 			for k, v := range c.env {
 				t.Setenv(k, v)
 			}

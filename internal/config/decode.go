@@ -71,6 +71,19 @@ func (d *decoder) oneOf(key string, allowed ...string) string {
 	return val
 }
 
+// stateDir reads dev.state_dir as an absolute path, DefaultStateDir when it is not set.
+func (d *decoder) stateDir() string {
+	const key = "dev.state_dir"
+	if dir := strings.TrimSpace(d.v.GetString(key)); dir != "" {
+		return absPath(dir)
+	}
+	dir, err := DefaultStateDir()
+	if err != nil && d.err == nil {
+		d.err = &Error{Key: key, Msg: "no default: " + err.Error() + "; set dev.state_dir (--state-dir, KEEL_DEV_STATE_DIR) to a folder outside every work directory"}
+	}
+	return dir
+}
+
 func (d *decoder) list(key string) []string {
 	var out []string
 	for _, s := range d.v.GetStringSlice(key) {
@@ -160,9 +173,9 @@ func (d *decoder) keys(fake bool) map[string]Key {
 	return keys
 }
 
-func decode(v *viper.Viper) (Config, error) {
+func decode(v *viper.Viper, file string) (Config, error) {
 	d := &decoder{v: v}
-	var c Config
+	c := Config{File: file}
 	c.Temporal = Temporal{
 		Address:   v.GetString("temporal.address"),
 		Namespace: v.GetString("temporal.namespace"),
@@ -171,7 +184,7 @@ func decode(v *viper.Viper) (Config, error) {
 	}
 	c.Temporal.TurnsPerRun = int(d.integer("temporal.turns_per_run"))
 	c.Temporal.FallbackHeartbeat = d.dur("temporal.fallback_heartbeat")
-	c.Dev = Dev{StateDir: v.GetString("dev.state_dir"), UIPort: int(d.integer("dev.ui_port")), MetricsPort: int(d.integer("dev.metrics_port"))}
+	c.Dev = Dev{StateDir: d.stateDir(), UIPort: int(d.integer("dev.ui_port")), MetricsPort: int(d.integer("dev.metrics_port"))}
 	if c.Temporal.UIURL == "" {
 		c.Temporal.UIURL = defaultUIURL(c.Temporal.Address, c.Dev.UIPort)
 	}
@@ -217,8 +230,8 @@ func decode(v *viper.Viper) (Config, error) {
 			d.err = &Error{Key: "mcp.servers", Msg: fmt.Sprintf("server %q needs a name and exactly one of command or url", s.Name)}
 		}
 	}
-	c.Store = Store{Backend: d.oneOf("store.backend", "file", "postgres"), Path: v.GetString("store.path"), DSN: v.GetString("store.dsn")}
-	if c.Store.Path == "" {
+	c.Store = Store{Backend: d.oneOf("store.backend", "file", "postgres"), Path: absPath(v.GetString("store.path")), DSN: v.GetString("store.dsn")}
+	if c.Store.Path == "" && c.Dev.StateDir != "" {
 		c.Store.Path = filepath.Join(c.Dev.StateDir, "store")
 	}
 	c.Escalation = Escalation{
@@ -264,7 +277,7 @@ func (c Config) check() error {
 			return err
 		}
 	}
-	return nil
+	return c.checkCache()
 }
 
 func (c Config) checkChannel(ch string) error {
@@ -310,7 +323,7 @@ func decodeSandbox(d *decoder) *sandbox.Config {
 	on := d.oneOf("tools.sandbox", "on", "off", "true", "false")
 	cfg := &sandbox.Config{
 		Network:  d.oneOf("tools.network", sandbox.NetworkNone, sandbox.NetworkHost),
-		CacheDir: d.v.GetString("tools.sandbox_cache"),
+		CacheDir: absPath(d.v.GetString("tools.sandbox_cache")),
 		Limits: sandbox.Limits{
 			Processes: int(d.integer("tools.limits.processes")),
 			Memory:    d.integer("tools.limits.memory_mb") << 20,
@@ -322,9 +335,7 @@ func decodeSandbox(d *decoder) *sandbox.Config {
 		return nil
 	}
 	if cfg.CacheDir == "" {
-		if dir, err := os.UserCacheDir(); err == nil {
-			cfg.CacheDir = filepath.Join(dir, "keel", "sandbox")
-		}
+		cfg.CacheDir = defaultCacheDir()
 	}
 	return cfg
 }

@@ -17,7 +17,7 @@ import (
 )
 
 func main() {
-	configPath := flag.String("config", "", "configuration file (default keel.yaml, or $KEEL_CONFIG)")
+	configPath := flag.String("config", "", config.FileHelp)
 	effectLog := flag.String("effect-log", "", "file that gets one JSON line per tool execution (required)")
 	flag.Parse()
 	if *effectLog == "" {
