@@ -3,7 +3,18 @@
 
 # --- Settings -----------------------------------------------------------------------------------
 
-CLUSTER_DIR=${KEEL_CLUSTER_DIR:-$REPO/.keel/cluster}
+# STATE_DIR is Keel's state folder as the starter and worker choose it (dev.state_dir, else the
+# user's state folder: config.DefaultStateDir). The cluster's files live there rather than in the
+# repository, so that a session working in the repository can neither read the gateway key and the
+# store's password in cluster.env nor replace the binaries this script restarts.
+if [[ -n "${KEEL_DEV_STATE_DIR:-}" ]]; then
+	STATE_DIR=$KEEL_DEV_STATE_DIR
+elif [[ "${XDG_STATE_HOME:-}" == /* ]]; then
+	STATE_DIR=$XDG_STATE_HOME/keel
+else
+	STATE_DIR=${HOME:?neither XDG_STATE_HOME nor HOME is set; set KEEL_CLUSTER_DIR}/.local/state/keel
+fi
+CLUSTER_DIR=${KEEL_CLUSTER_DIR:-$STATE_DIR/cluster}
 mkdir -p "$CLUSTER_DIR"
 CLUSTER_DIR=$(cd "$CLUSTER_DIR" && pwd)
 BIN=${KEEL_CLUSTER_BIN:-$CLUSTER_DIR/bin}

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/keelrun/keel/internal/config"
 )
 
 // temporalPortOffsets are the ports run-cluster.sh derives from the frontend port P: P itself, the
@@ -83,11 +85,11 @@ func (c *testCluster) linkServerBinaries(bin string) {
 	c.t.Helper()
 	shared := os.Getenv("KEEL_CLUSTER_BIN")
 	if shared == "" {
-		repo, err := filepath.Abs("..")
+		state, err := config.DefaultStateDir()
 		if err != nil {
 			c.t.Fatal(err)
 		}
-		shared = filepath.Join(repo, ".keel", "cluster", "bin")
+		shared = filepath.Join(state, "cluster", "bin")
 	}
 	c.script(20*time.Minute, "run-cluster.sh", []string{"KEEL_CLUSTER_BIN=" + shared}, "build")
 	if err := os.MkdirAll(bin, 0o755); err != nil {

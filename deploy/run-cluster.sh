@@ -24,16 +24,20 @@
 # The first run builds the Temporal server: about 8 minutes on an idle 2-core machine, more when
 # other builds compete for it.
 #
-# Everything it writes is under $KEEL_CLUSTER_DIR (default .keel/cluster in the repository):
+# Everything it writes is under $KEEL_CLUSTER_DIR (default the cluster folder of Keel's state folder,
+# ~/.local/state/keel/cluster, outside the repository, so that no session working there can read
+# cluster.env or replace a binary):
 #   bin/            temporal-server (server and schema tool), temporal (CLI, unless one is on PATH),
 #                   starter, worker
-#   config/         the server's configuration, from deploy/temporal.yaml.tmpl
+#   config/         the server's configuration, from deploy/temporal.yaml.tmpl, and worker.yaml, the
+#                   workers' (empty) Keel configuration file: they take theirs from KEEL_* variables
 #   run/NAME.pid    pid of each process: temporal, gateway, worker-1, worker-2
 #   log/NAME.log    its output
 #   cluster.env     KEEL_* variables that point a starter (or a test) at this cluster
 #
 # Settings (environment):
-#   KEEL_CLUSTER_DIR            state folder (default <repo>/.keel/cluster)
+#   KEEL_CLUSTER_DIR            state folder (default $KEEL_DEV_STATE_DIR/cluster, else
+#                               $XDG_STATE_HOME/keel/cluster, else ~/.local/state/keel/cluster)
 #   KEEL_CLUSTER_BIN            where binaries are built (default $KEEL_CLUSTER_DIR/bin); clusters
 #                               in different state folders can share one, built once
 #   KEEL_CLUSTER_PG_PORT        PostgreSQL port on 127.0.0.1 (default 5432)
@@ -69,6 +73,7 @@ main() {
 	render-config)
 		mkdir -p "$CLUSTER_DIR/config"
 		render_server_config
+		render_worker_config
 		echo "$CLUSTER_DIR/config/keel.yaml"
 		;;
 	-h | --help | help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' ;;
@@ -86,6 +91,7 @@ up() {
 	register_namespace
 	build_keel
 	start_gateway
+	render_worker_config
 	start_workers
 	write_env
 	summary
@@ -315,10 +321,16 @@ start_workers() {
 	done
 }
 
+# render_worker_config writes the workers' configuration file: empty, so that their configuration is
+# the KEEL_* variables below alone and no keel.yaml of the user's (~/.config/keel) reaches them.
+render_worker_config() {
+	echo "# The workers of deploy/run-cluster.sh take their configuration from KEEL_* variables." >"$CLUSTER_DIR/config/worker.yaml"
+}
+
 # export_keel_env sets the configuration the workers read: the same KEEL_* keys docker-compose.yml
 # gives them, pointed at this cluster.
 export_keel_env() {
-	unset KEEL_CONFIG
+	export KEEL_CONFIG="$CLUSTER_DIR/config/worker.yaml"
 	export KEEL_TEMPORAL_ADDRESS="$TEMPORAL_ADDRESS"
 	export KEEL_TEMPORAL_NAMESPACE=default
 	export KEEL_GATEWAY_PROVIDER=openai
