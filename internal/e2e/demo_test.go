@@ -72,6 +72,8 @@ func TestBadConfiguration(t *testing.T) {
 		{"missing key for a real provider", []string{"KEEL_GATEWAY_API_KEY="}, []string{"run", "fix it"}, "gateway.api_key"},
 		{"bad inject", nil, []string{"demo", "--inject", "gremlins"}, "--inject"},
 		{"bad output", nil, []string{"demo", "--output", "xml"}, "--output"},
+		{"state folder inside the work directory", []string{"KEEL_GATEWAY_FAKE=true", "KEEL_DEV_STATE_DIR=.keel"}, []string{"run", "--dev", "fix it"}, "dev.state_dir"},
+		{"sandbox cache at the root", []string{"KEEL_GATEWAY_FAKE=true", "KEEL_TOOLS_SANDBOX_CACHE=/"}, []string{"run", "--dev", "fix it"}, "tools.sandbox_cache"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
