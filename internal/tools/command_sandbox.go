@@ -13,7 +13,8 @@ import (
 
 // runSandboxed runs one program in the sandbox: its own namespaces, only the work directory
 // writable, no network unless configured, the limits set. The sandbox's init reaps every process
-// the command starts and says whether any outlived it; stopping the init ends them all.
+// the command starts and says whether any outlived it; on a timeout or cancel it is asked to stop
+// them (see waitSandboxed), and killing it ends them all.
 func (b *Box) runSandboxed(ctx context.Context, root string, words []string, timeout time.Duration, limited bool, out *capture) contract.ToolResult {
 	cfg := *b.Sandbox
 	sc, err := sandbox.Command(cfg, root, words, sandboxEnv(cfg.CacheDir != "", sandbox.GoBin()))
@@ -30,7 +31,7 @@ func (b *Box) runSandboxed(ctx context.Context, root string, words []string, tim
 		return refused("The command could not be started because the system refused to create its sandbox; nothing was run and nothing changed. " +
 			"Retry as is; if it fails again, conclude and report that commands cannot run.")
 	}
-	reason, _ := run.wait(ctx, timeout)
+	reason := waitSandboxed(ctx, run, sc, timeout)
 	run.drain(readerDrain)
 	rep, ok := sc.Report()
 	switch {
@@ -48,6 +49,35 @@ func (b *Box) runSandboxed(ctx context.Context, root string, words []string, tim
 	text := out.String()
 	o.limit = limitHit(cfg.Limits.WithDefaults(), o, text)
 	return commandResult(reason, o, timeout, limited, text)
+}
+
+// waitSandboxed waits for the sandbox's init to end. On a timeout or cancellation it asks the init
+// to stop the command (SIGTERM to its processes, the grace period, SIGKILL) through a channel the
+// command cannot reach: the init takes no signal, so that no command can end it. An init that
+// has not ended by the grace period and killWait more is killed, and the kernel kills everything
+// in its PID namespace.
+func waitSandboxed(ctx context.Context, run *running, sc *sandbox.Cmd, timeout time.Duration) stopReason {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	reason := notStopped
+	select {
+	case <-run.exited:
+		return notStopped
+	case <-timer.C:
+		reason = stoppedTimeout
+	case <-ctx.Done():
+		reason = stoppedCancel
+	}
+	sc.Stop()
+	bound := time.NewTimer(sc.Grace() + killWait)
+	defer bound.Stop()
+	select {
+	case <-run.exited:
+	case <-bound.C:
+		_ = run.proc.Kill()
+		<-run.exited
+	}
+	return reason
 }
 
 // limitHit recognises a command that ran into one of the sandbox's limits, from the signal the

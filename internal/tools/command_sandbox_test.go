@@ -66,6 +66,24 @@ func TestSandboxedStops(t *testing.T) {
 	assertNoProcess(t, "1014", "1015")
 }
 
+// TestSandboxedCancelIsGraceful checks that a cancelled command's processes get SIGTERM, and the
+// grace period to act on it, before SIGKILL.
+func TestSandboxedCancelIsGraceful(t *testing.T) {
+	b := sandboxBox(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan contract.ToolResult, 1)
+	go func() {
+		done <- callCtx(t, ctx, b, "run_command", map[string]any{"command": `sh -c 'trap "echo terminated; exit 0" TERM; sleep 1016 & wait'`})
+	}()
+	waitFor(t, func() bool { return processWith("1016") })
+	cancel()
+	res := <-done
+	if !res.IsError || !strings.Contains(res.Content, "session was cancelled") || !strings.Contains(res.Content, "terminated") {
+		t.Fatalf("result %+v", res)
+	}
+	assertNoProcess(t, "1016")
+}
+
 // TestSandboxedFeedback checks what the model is told about leftovers and limits.
 func TestSandboxedFeedback(t *testing.T) {
 	tests := []struct {

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -42,24 +44,38 @@ const (
 // runInit sets up the view, runs the command, reaps everything and reports. Its exit ends the
 // PID namespace, and the kernel kills whatever is left in it.
 func runInit() int {
+	absorbSignals()
 	report := os.NewFile(reportFD, "report")
+	var s spec
 	say := func(r Report) int {
-		_ = json.NewEncoder(report).Encode(r)
+		_ = json.NewEncoder(report).Encode(signedReport{Nonce: s.Nonce, Report: r})
 		return 0
 	}
-	var s spec
-	if err := json.NewDecoder(os.NewFile(specFD, "spec")).Decode(&s); err != nil {
+	// Not dumpable: /proc/1/fd, /proc/1/mem and ptrace of the init then need a capability the
+	// command does not have, so its descriptors (the report pipe) and memory (the nonce) are
+	// out of reach.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return say(Report{Problem: fmt.Sprintf("making the sandbox's init undumpable: %v", err)})
+	}
+	specFile := os.NewFile(specFD, "spec")
+	if err := json.NewDecoder(specFile).Decode(&s); err != nil {
 		return say(Report{Problem: "reading the sandbox's spec: " + err.Error()})
+	}
+	stop := stopRequested(specFile)
+	filter, err := buildFilter()
+	if err != nil {
+		return say(Report{Problem: err.Error()})
 	}
 	if err := setup(s); err != nil {
 		return say(Report{Problem: err.Error()})
 	}
 	if s.Probe {
+		if err := probeConfinement(filter); err != nil {
+			return say(Report{Problem: err.Error()})
+		}
 		return say(Report{Started: true})
 	}
-	stops := make(chan os.Signal, 4)
-	signal.Notify(stops, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	pid, err := startConfined(s)
+	pid, keyring, err := startConfined(s, filter)
 	if err != nil {
 		if errors.Is(err, errNotFound) {
 			return say(Report{Problem: ProblemNotFound})
@@ -69,14 +85,44 @@ func runInit() int {
 		}
 		return say(Report{Problem: err.Error()})
 	}
-	go forward(stops, time.Duration(s.GraceMS)*time.Millisecond)
-	return say(reap(pid))
+	go forward(stop, time.Duration(s.GraceMS)*time.Millisecond)
+	rep := reap(pid)
+	rep.Keyring = keyring
+	return say(rep)
+}
+
+// absorbSignals takes every signal the init can receive and does nothing with it, so no signal
+// the command sends (SIGQUIT, SIGTERM, SIGSEGV by kill, ...) ends the init or makes the Go runtime
+// print anything; SIGKILL and SIGSTOP from inside the PID namespace the kernel drops for its
+// init. Handled, not ignored: an ignored signal would stay ignored in the command across exec,
+// a handled one is reset to its default there. The worker asks for a stop through the spec pipe
+// (stopRequested), which the command cannot reach.
+func absorbSignals() {
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs)
+	go func() {
+		for range sigs {
+		}
+	}()
+}
+
+// stopRequested is closed when the worker closes its end of the spec pipe after the spec (or
+// writes more), which is how it asks the init to stop the command; a worker that dies closes it
+// too.
+func stopRequested(spec *os.File) <-chan struct{} {
+	stop := make(chan struct{})
+	go func() {
+		var b [1]byte
+		_, _ = spec.Read(b[:])
+		close(stop)
+	}()
+	return stop
 }
 
 // forward passes a stop request to every process in the namespace: SIGTERM, then SIGKILL after
 // the grace period.
-func forward(stops <-chan os.Signal, grace time.Duration) {
-	<-stops
+func forward(stop <-chan struct{}, grace time.Duration) {
+	<-stop
 	_ = syscall.Kill(-1, syscall.SIGTERM)
 	time.Sleep(grace) // the grace period itself, not a wait for a condition
 	_ = syscall.Kill(-1, syscall.SIGKILL)
@@ -126,24 +172,26 @@ var (
 	errNotExecutable = errors.New("program not executable")
 )
 
-// startConfined starts the command from a thread that has given up every capability, with the
-// limits set and no way to gain privileges. The thread stays locked and is never reused.
-func startConfined(s spec) (int, error) {
+// startConfined starts the command from a confined thread (see confine), with the limits set,
+// and returns its PID and the serial of its session keyring. The thread stays locked and is
+// never reused.
+func startConfined(s spec, filter []unix.SockFilter) (pid, keyring int, err error) {
 	if err := setLimits(s.Limits); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	path, err := lookPath(s.Args[0], s.Env, s.Workdir)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	type started struct {
-		pid int
-		err error
+		pid, keyring int
+		err          error
 	}
 	done := make(chan started, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread dies with its credentials
-		if err := dropPrivileges(); err != nil {
+		keyring, err := confine(filter)
+		if err != nil {
 			done <- started{err: err}
 			return
 		}
@@ -161,10 +209,84 @@ func startConfined(s spec) (int, error) {
 			done <- started{err: errNotExecutable}
 			return
 		}
-		done <- started{pid: p.Pid}
+		done <- started{pid: p.Pid, keyring: keyring}
 	}()
 	r := <-done
-	return r.pid, r.err
+	return r.pid, r.keyring, r.err
+}
+
+// confine readies the calling, locked thread to start the command: a session keyring of its
+// own, no capabilities and no new privileges, the syscall filter, and every descriptor but the
+// standard three closed on exec. It returns the keyring's serial.
+func confine(filter []unix.SockFilter) (int, error) {
+	keyring, err := freshSessionKeyring()
+	if err != nil {
+		return 0, err
+	}
+	if err := dropPrivileges(); err != nil {
+		return 0, err
+	}
+	if err := installFilter(filter); err != nil {
+		return 0, err
+	}
+	if err := closeOnExec(); err != nil {
+		return 0, err
+	}
+	return keyring, nil
+}
+
+// probeConfinement confines a thread of its own, which then ends, so the probe learns whether
+// this kernel allows what every command needs.
+func probeConfinement(filter []unix.SockFilter) error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the confined thread ends with the goroutine
+		_, err := confine(filter)
+		done <- err
+	}()
+	return <-done
+}
+
+// freshSessionKeyring gives the calling thread, and so the command it starts, a new anonymous
+// session keyring: the worker's, and every key the worker or an earlier command put in it, is
+// out of reach. A kernel without keyrings has none to share.
+func freshSessionKeyring() (int, error) {
+	id, err := unix.KeyctlInt(unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0, 0, 0)
+	if errors.Is(err, unix.ENOSYS) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("creating the command's session keyring: %w", err)
+	}
+	return id, nil
+}
+
+// closeOnExec marks every descriptor above standard error close-on-exec, so the command gets only
+// the three the init hands it: not the spec and report pipes, not the idmapped mounts, not
+// anything the worker itself inherited. Kernels before 5.11 lack CLOSE_RANGE_CLOEXEC; there each
+// open descriptor is marked.
+func closeOnExec() error {
+	err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("closing the init's descriptors for the command: %w", err)
+	}
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("listing the init's descriptors: %w", err)
+	}
+	for _, e := range entries {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd <= 2 {
+			continue
+		}
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil && !errors.Is(err, unix.EBADF) {
+			return fmt.Errorf("closing the init's descriptor %d for the command: %w", fd, err)
+		}
+	}
+	return nil
 }
 
 // lookPath finds the program on the command's PATH, or in the work directory for a name with a
@@ -314,15 +436,29 @@ type tree struct {
 	file   bool
 }
 
+// devices are the host's device nodes bound into the sandbox's /dev, the only mounts of the view
+// whose devices work (each is a single node, with nothing to create in it).
+var devices = []string{"null", "zero", "full", "random", "urandom"}
+
 // collect clones every source before anything is covered, so the order of placing cannot hide a
-// source under an earlier mount.
+// source under an earlier mount. Every tree is nosuid and nodev, the writable ones included, so
+// no setuid, setgid or device file in the view works inside; the device nodes are nosuid and
+// noexec instead.
 func collect(s spec) ([]tree, error) {
 	var out []tree
-	mounts := append([]mount(nil), s.Mounts...)
-	for _, dev := range []string{"null", "zero", "full", "random", "urandom"} {
-		mounts = append(mounts, mount{Source: "/dev/" + dev, Target: "/dev/" + dev})
+	type source struct {
+		mount
+		device bool
 	}
-	for _, m := range mounts {
+	var sources []source
+	for _, m := range s.Mounts {
+		sources = append(sources, source{mount: m})
+	}
+	for _, dev := range devices {
+		sources = append(sources, source{mount: mount{Source: "/dev/" + dev, Target: "/dev/" + dev}, device: true})
+	}
+	for _, src := range sources {
+		m := src.mount
 		fd := m.FD
 		if fd == 0 {
 			var err error
@@ -331,9 +467,12 @@ func collect(s spec) ([]tree, error) {
 				return nil, fmt.Errorf("cloning %s: %w", m.Source, err)
 			}
 		}
-		set := uint64(unix.MOUNT_ATTR_NOSUID)
+		set := uint64(unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV)
+		if src.device {
+			set = unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC
+		}
 		if m.ReadOnly {
-			set |= unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NODEV
+			set |= unix.MOUNT_ATTR_RDONLY
 		}
 		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: set}); err != nil {
 			return nil, fmt.Errorf("restricting %s: %w", m.Target, err)
@@ -367,7 +506,7 @@ func specialFS(stage string, tmpBytes int64) error {
 			return fmt.Errorf("creating /%s: %w", d, err)
 		}
 	}
-	if err := unix.Mount("tmpfs", filepath.Join(stage, "dev"), "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
+	if err := unix.Mount("tmpfs", filepath.Join(stage, "dev"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
 		return fmt.Errorf("mounting /dev: %w", err)
 	}
 	for name, target := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"} {

@@ -1,7 +1,8 @@
 // Package sandbox runs one model-chosen command confined by the kernel's own facilities: its own
 // user, PID, mount, IPC, UTS and (by default) network namespaces, a mount view that holds only the
 // work directory (read-write), a private /tmp, a build cache and the system and toolchain paths
-// (read-only), resource limits, no capabilities and no new privileges.
+// (read-only), resource limits, no capabilities and no new privileges, a syscall filter that
+// refuses setuid, setgid and device files, and a session keyring of its own.
 //
 // The sandbox's init is the current binary executed again: an init function in this package
 // recognises the marker in its environment and becomes the sandbox's PID 1, so any program that
@@ -93,6 +94,9 @@ type Report struct {
 	Signal int `json:"signal,omitempty"`
 	// Leftovers says processes were still running after the command ended; they were stopped.
 	Leftovers bool `json:"leftovers,omitempty"`
+	// Keyring is the serial of the session keyring the init made for the command, a fresh one
+	// for every sandbox, so a caller can check the command did not share its own keys.
+	Keyring int `json:"keyring,omitempty"`
 }
 
 // Problems the init reports instead of starting the command.
@@ -122,6 +126,15 @@ type spec struct {
 	GraceMS  int64    `json:"grace_ms"`
 	Probe    bool     `json:"probe"`
 	TmpBytes int64    `json:"tmp_bytes"`
+	// Nonce is a secret of this command's, which the init returns with its report.
+	Nonce string `json:"nonce"`
+}
+
+// signedReport is what the init writes on the report pipe: the report and the spec's nonce, so
+// the worker can tell the init's word from anything else that could reach the pipe.
+type signedReport struct {
+	Nonce  string `json:"nonce"`
+	Report Report `json:"report"`
 }
 
 // mount is one tree in the sandbox's view: from a path, or from a mount file descriptor the

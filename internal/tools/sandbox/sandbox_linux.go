@@ -3,6 +3,8 @@
 package sandbox
 
 import (
+	"crypto/rand"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,6 +42,9 @@ type Cmd struct {
 	specW   *os.File
 	reportR *os.File
 	child   []*os.File
+	nonce   string
+	grace   time.Duration
+	stop    sync.Once
 }
 
 // Command prepares args to run in a sandbox whose work directory is workdir (an absolute,
@@ -58,11 +63,12 @@ func command(cfg Config, s spec) (*Cmd, error) {
 		grace = 2 * time.Second
 	}
 	s.GraceMS = grace.Milliseconds()
+	s.Nonce = rand.Text()
 	uid, gid, mapped, err := hostIDs()
 	if err != nil {
 		return nil, err
 	}
-	c := &Cmd{}
+	c := &Cmd{nonce: s.Nonce, grace: grace}
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("creating the sandbox's spec pipe: %w", err)
@@ -125,7 +131,9 @@ func command(cfg Config, s spec) (*Cmd, error) {
 }
 
 // Started hands the spec to a started init and closes the init's ends of the pipes. Call it
-// once Exec has started (or failed to start).
+// once Exec has started (or failed to start). The spec pipe stays open after the spec: closing
+// it (Stop) is how the worker asks the init to stop the command, a channel the command cannot
+// reach, where a signal to the init could come from the command itself.
 func (c *Cmd) Started() {
 	for _, f := range c.child {
 		f.Close()
@@ -133,22 +141,36 @@ func (c *Cmd) Started() {
 	c.child = nil
 	go func(w *os.File, data []byte) {
 		_, _ = w.Write(data) // a dead init closes the pipe; its report says what happened
-		w.Close()
 	}(c.specW, c.spec)
 }
 
+// Stop asks the init to stop the command: SIGTERM to all its processes, the grace period, then
+// SIGKILL; the init then reports and exits. It may be called more than once.
+func (c *Cmd) Stop() {
+	c.stop.Do(func() { c.specW.Close() })
+}
+
+// Grace is how long the init gives the command's processes between SIGTERM and SIGKILL once it
+// is stopped.
+func (c *Cmd) Grace() time.Duration { return c.grace }
+
 // Report reads what the init said about the command; call it after Exec has been waited for.
-// ok is false when the init said nothing (it was killed before it could).
+// ok is false when the init said nothing (it was killed before it could). Only a report that
+// carries the nonce of this command's spec counts: anything else that reached the pipe is not
+// the init's word.
 func (c *Cmd) Report() (rep Report, ok bool) {
+	c.Stop()
 	defer c.reportR.Close()
-	data, err := io.ReadAll(io.LimitReader(c.reportR, 1<<16))
-	if err != nil || len(data) == 0 {
-		return Report{}, false
+	dec := json.NewDecoder(io.LimitReader(c.reportR, 1<<16))
+	for {
+		var sr signedReport
+		if dec.Decode(&sr) != nil {
+			return Report{}, false
+		}
+		if subtle.ConstantTimeCompare([]byte(sr.Nonce), []byte(c.nonce)) == 1 {
+			return sr.Report, true
+		}
 	}
-	if json.Unmarshal(data, &rep) != nil {
-		return Report{}, false
-	}
-	return rep, true
 }
 
 func (c *Cmd) closeAll() {
@@ -338,7 +360,7 @@ func probe(cfg Config) error {
 	err = c.Exec.Start()
 	c.Started()
 	if err != nil {
-		c.reportR.Close()
+		c.Report() // releases the pipes; there is nothing in them
 		return explainStart(err)
 	}
 	_ = c.Exec.Wait()
@@ -370,7 +392,7 @@ func Run(cfg Config, workdir string, args, env []string, out io.Writer) (Report,
 	err = c.Exec.Start()
 	c.Started()
 	if err != nil {
-		c.reportR.Close()
+		c.Report() // releases the pipes; there is nothing in them
 		return Report{}, explainStart(err)
 	}
 	_ = c.Exec.Wait()
