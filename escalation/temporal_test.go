@@ -17,6 +17,7 @@ import (
 
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/devserver"
+	"github.com/keelrun/keel/internal/devkit/testenv"
 )
 
 // answerTarget is a minimal session: one pending escalation answered by update (with a
@@ -54,21 +55,14 @@ func answerTarget(ctx workflow.Context) (string, error) {
 	return "cancelled by " + req.By, nil
 }
 
-// temporalServer finds (or builds) Keel's Temporal server for a dev server.
-func temporalServer(t *testing.T, ctx context.Context) string {
-	p, err := devserver.FindServer(ctx, os.Stderr)
-	require.NoError(t, err)
-	return p
-}
-
 // startDevServer starts a Temporal dev server on a free loopback port for one test and returns
-// its client; the server stops when the test ends.
+// its client; the server stops when the test ends. TestMain has built Keel's Temporal server, so
+// finding it here takes no time from the test.
 func startDevServer(t *testing.T, ctx context.Context) client.Client {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server")
-	}
-	cli := temporalServer(t, ctx)
+	testenv.Needs(t, "a Temporal dev server")
+	cli, err := devserver.FindServer(ctx, os.Stderr)
+	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	hostPort := ln.Addr().String()

@@ -8,35 +8,72 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
-	"time"
 
+	"github.com/keelrun/keel/internal/devkit/devserver"
 	"github.com/keelrun/keel/internal/devkit/testenv"
 )
 
 var (
 	env     *testenv.Env
 	starter string
+	// temporalCLI is the temporal command a person pastes the Web UI's lines into; setup links it
+	// beside the starter as "temporal".
+	temporalCLI string
 )
 
+// commands are Keel's commands the tests run as processes; TestMain builds them all, so a test's
+// env.Build returns at once.
+var commands = []string{"./starter", "./worker", "./internal/devkit/recworker"}
+
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	var err error
-	env, err = testenv.Start(ctx)
-	cancel()
+	testenv.Main(m, "e2e", testenv.EveryTest, setup)
+}
+
+// setup starts the package's dev server (building Keel's Temporal server first if no build is
+// cached), builds Keel's commands and finds the temporal CLI (building the pinned one if needed),
+// the CLI alongside the rest because its first build takes minutes.
+func setup(ctx context.Context) (func(), error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cli := make(chan error, 1)
+	go func() {
+		var err error
+		temporalCLI, err = devserver.FindCLI(ctx, os.Stderr)
+		cli <- err
+	}()
+	err := startEnv(ctx)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: starting the dev server:", err)
-		os.Exit(1)
+		cancel()
+	}
+	if cliErr := <-cli; err == nil && cliErr != nil {
+		err = fmt.Errorf("finding the temporal CLI: %w", cliErr)
+	}
+	if err == nil {
+		// Beside the starter, under the name a pasted line calls it by.
+		err = os.Symlink(temporalCLI, filepath.Join(filepath.Dir(starter), "temporal"))
+	}
+	if err != nil {
+		if env != nil {
+			env.Close()
+		}
+		return nil, err
+	}
+	return env.Close, nil
+}
+
+// startEnv starts the dev server and builds Keel's commands.
+func startEnv(ctx context.Context) error {
+	var err error
+	if env, err = testenv.Start(ctx); err != nil {
+		return fmt.Errorf("starting the dev server: %w", err)
+	}
+	if err := env.BuildAll(ctx, commands...); err != nil {
+		return err
 	}
 	starter, err = env.Build("./starter")
-	if err != nil {
-		env.Close()
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	env.Close()
-	os.Exit(code)
+	return err
 }
 
 // startStarter starts the starter with args and the test's environment.

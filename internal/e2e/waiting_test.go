@@ -12,7 +12,6 @@ import (
 	sdkpb "go.temporal.io/api/sdk/v1"
 
 	"github.com/keelrun/keel/internal/contract"
-	"github.com/keelrun/keel/internal/devkit/devserver"
 	"github.com/keelrun/keel/internal/devkit/testenv"
 )
 
@@ -58,15 +57,11 @@ func detailsLine(t *testing.T, wid, prefix string) string {
 // the starter and the Temporal CLI on the PATH and pointed at the test's server.
 func runLine(t *testing.T, environ []string, line string) string {
 	t.Helper()
-	cli, err := devserver.FindCLI(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if strings.HasPrefix(line, "temporal ") {
 		line += " --address " + env.Address()
 	}
 	cmd := exec.Command("sh", "-c", line)
-	cmd.Env = append(environ, "PATH="+filepath.Dir(starter)+string(os.PathListSeparator)+filepath.Dir(cli)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = append(environ, "PATH="+filepath.Dir(starter)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", line, err, out)

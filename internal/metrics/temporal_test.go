@@ -2,7 +2,6 @@ package metrics_test
 
 import (
 	"context"
-	"github.com/keelrun/keel/internal/metrics/record"
 	"io"
 	"log/slog"
 	"strings"
@@ -17,6 +16,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/keelrun/keel/internal/devkit/devserver"
+	"github.com/keelrun/keel/internal/devkit/testenv"
+	"github.com/keelrun/keel/internal/metrics/record"
 )
 
 const (
@@ -39,9 +40,7 @@ func probeTool(ctx context.Context) (string, error) {
 }
 
 func TestMetricsFromWorkerOnDevServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server")
-	}
+	testenv.Needs(t, "a Temporal dev server")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	srv, err := devserver.Start(ctx, devserver.Options{})

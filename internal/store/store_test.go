@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/testenv"
 )
 
 // pgDSN is the PostgreSQL the development and CI machines run; KEEL_TEST_POSTGRES overrides it.
@@ -18,25 +19,33 @@ func pgDSN() string {
 	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 }
 
-func backends(t *testing.T) map[string]Store {
-	t.Helper()
-	fs, err := OpenFile(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+// backends opens each store kind for a test; PostgreSQL's skips in the fast tier.
+func backends() map[string]func(t *testing.T) Store {
+	return map[string]func(t *testing.T) Store{
+		"file": func(t *testing.T) Store {
+			fs, err := OpenFile(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fs
+		},
+		"postgres": func(t *testing.T) Store {
+			testenv.Needs(t, "PostgreSQL")
+			pg, err := OpenPostgres(context.Background(), pgDSN())
+			if err != nil {
+				t.Fatalf("postgres store (set KEEL_TEST_POSTGRES to point elsewhere): %v", err)
+			}
+			t.Cleanup(func() { pg.Close() })
+			return pg
+		},
 	}
-	ctx := context.Background()
-	pg, err := OpenPostgres(ctx, pgDSN())
-	if err != nil {
-		t.Fatalf("postgres store (set KEEL_TEST_POSTGRES to point elsewhere): %v", err)
-	}
-	t.Cleanup(func() { pg.Close() })
-	return map[string]Store{"file": fs, "postgres": pg}
 }
 
 func TestAppendLoad(t *testing.T) {
 	ctx := context.Background()
-	for name, s := range backends(t) {
+	for name, open := range backends() {
 		t.Run(name, func(t *testing.T) {
+			s := open(t)
 			task := fmt.Sprintf("task for %s %s", name, t.Name())
 			first := []contract.Message{{Role: contract.RoleUser, Content: task}}
 			h1, err := s.Append(ctx, "", first)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -31,9 +32,6 @@ func FindServer(ctx context.Context, progress io.Writer) (string, error) {
 	if p := os.Getenv("KEEL_TEMPORAL_SERVER"); p != "" {
 		return p, nil
 	}
-	if progress == nil {
-		progress = io.Discard
-	}
 	src, err := ServerSource()
 	if err != nil {
 		return "", err
@@ -42,23 +40,10 @@ func FindServer(ctx context.Context, progress io.Writer) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir, err := cacheDir()
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "temporal-server-"+key)
-	if isExecutable(bin) {
-		return bin, nil
-	}
-	unlock, err := lockFile(ctx, bin+".lock")
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	if isExecutable(bin) {
-		return bin, nil
-	}
-	return bin, build(ctx, src, bin, progress)
+	what := "the Temporal server (" + src + ")"
+	return cachedBuild(ctx, "temporal-server-"+key, what, "several minutes", progress, func(ctx context.Context, out string) error {
+		return goCommand(ctx, src, nil, "build", "-o", out, ".")
+	})
 }
 
 // ServerSource is the server module's folder: found from this file's location in a checkout, else
@@ -113,42 +98,115 @@ func contentKey(dir string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
-// cacheDir is where built servers are kept: $KEEL_CACHE_DIR, else the user's cache folder.
+// cacheDir is where built servers and tools are kept: $KEEL_CACHE_DIR, else the user's cache folder.
 func cacheDir() (string, error) {
 	dir := os.Getenv("KEEL_CACHE_DIR")
 	if dir == "" {
 		base, err := os.UserCacheDir()
 		if err != nil {
-			return "", fmt.Errorf("finding a cache folder for the Temporal server build (set KEEL_CACHE_DIR): %w", err)
+			return "", fmt.Errorf("finding a cache folder for the builds of the Temporal server and tools (set KEEL_CACHE_DIR): %w", err)
 		}
 		dir = filepath.Join(base, "keel")
 	}
+	// go install takes only an absolute GOBIN.
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("finding the cache folder %s: %w", dir, err)
+	}
+	dir = abs
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("creating the cache folder %s: %w", dir, err)
 	}
 	return dir, nil
 }
 
-// build compiles the module into bin, through a temporary file so a killed build leaves nothing
-// that looks finished.
-func build(ctx context.Context, src, bin string, progress io.Writer) error {
-	gocmd, err := exec.LookPath("go")
-	if err != nil {
-		return fmt.Errorf("building the Temporal server from %s: no go command found: %w", src, err)
+// cachedBuild returns the path of name in the cache folder, building it first with build when it
+// is not there. The build runs under a lock file beside it, so concurrent callers (test packages
+// run in parallel) wait for one build instead of each running one, and it writes to a temporary
+// path renamed into place at the end, so a killed build leaves nothing that looks finished. what
+// and took are for the progress lines: the first build of a tool takes minutes, and a test run
+// that says nothing for that long looks hung.
+func cachedBuild(ctx context.Context, name, what, took string, progress io.Writer, build func(ctx context.Context, out string) error) (string, error) {
+	if progress == nil {
+		progress = io.Discard
 	}
-	fmt.Fprintf(progress, "keel: building the Temporal server (%s) into %s; the first build takes several minutes...\n", src, bin)
+	dir, err := cacheDir()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, name)
+	if isExecutable(bin) {
+		return bin, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		return "", fmt.Errorf("creating the cache folder for %s: %w", what, err)
+	}
+	unlock, err := lockFile(ctx, bin+".lock", func() {
+		fmt.Fprintf(progress, "keel: waiting for another process to finish building %s into %s...\n", what, bin)
+	})
+	if err != nil {
+		return "", fmt.Errorf("building %s: %w", what, err)
+	}
+	defer unlock()
+	if isExecutable(bin) {
+		return bin, nil
+	}
+	fmt.Fprintf(progress, "keel: building %s into %s; the first build takes %s...\n", what, bin, took)
 	start := time.Now()
 	tmp := bin + ".tmp"
-	cmd := exec.CommandContext(ctx, gocmd, "build", "-o", tmp, ".")
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if err := build(ctx, tmp); err != nil {
 		_ = os.Remove(tmp)
-		return fmt.Errorf("building the Temporal server with go build in %s: %w\n%s", src, err, tail(out, 2000))
+		return "", fmt.Errorf("building %s: %w", what, err)
 	}
 	if err := os.Rename(tmp, bin); err != nil {
-		return fmt.Errorf("installing the built Temporal server: %w", err)
+		return "", fmt.Errorf("installing the built %s: %w", what, err)
 	}
-	fmt.Fprintf(progress, "keel: Temporal server built in %s\n", time.Since(start).Round(time.Second))
+	fmt.Fprintf(progress, "keel: built %s in %s\n", what, time.Since(start).Round(time.Second))
+	return bin, nil
+}
+
+// goCommand runs the go command in dir with args, outside any workspace and without changing the
+// module's go.mod, and returns its output's tail in the error when it fails.
+func goCommand(ctx context.Context, dir string, env []string, args ...string) error {
+	gocmd, err := exec.LookPath("go")
+	if err != nil {
+		return ErrNoGo
+	}
+	cmd := exec.CommandContext(ctx, gocmd, args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "GOFLAGS=-mod=readonly", "GOWORK=off"), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, tail(out, 2000))
+	}
 	return nil
+}
+
+// InstallTool returns the path of a Go command built from module@version (a path such as
+// github.com/temporalio/cli/cmd/temporal@v1.5.1), keyed in the cache by the version and the
+// platform: a version bump builds a new binary, and the same version is built once per machine
+// and reused. The binary keeps its command's name in a folder of its own, so that folder can go
+// on a PATH. The build is go install into that folder, whatever GOBIN says.
+func InstallTool(ctx context.Context, module string, progress io.Writer) (string, error) {
+	pkg, version, ok := strings.Cut(module, "@")
+	if !ok || version == "" {
+		return "", fmt.Errorf("installing %s: the module needs an @version", module)
+	}
+	cmdName := path.Base(pkg)
+	exe := cmdName
+	if runtime.GOOS == "windows" {
+		exe += ".exe"
+	}
+	name := filepath.Join(fmt.Sprintf("%s-%s-%s-%s", cmdName, version, runtime.GOOS, runtime.GOARCH), exe)
+	what := cmdName + " " + version + " (" + pkg + ")"
+	return cachedBuild(ctx, name, what, "a few minutes", progress, func(ctx context.Context, out string) error {
+		gobin := out + ".bin"
+		if err := os.RemoveAll(gobin); err != nil {
+			return fmt.Errorf("clearing %s: %w", gobin, err)
+		}
+		defer os.RemoveAll(gobin)
+		if err := goCommand(ctx, filepath.Dir(out), []string{"GOBIN=" + gobin}, "install", module); err != nil {
+			return err
+		}
+		return os.Rename(filepath.Join(gobin, exe), out)
+	})
 }

@@ -6,7 +6,6 @@
 package devserver
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,9 +26,9 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 )
 
-// CLIModule is the Temporal CLI version Keel installs where a test or script needs the `temporal`
-// command as a client (listing workflows by search attribute, the cluster's operator commands).
-// Later versions do not build with go install (their go.mod carries a replace directive).
+// CLIModule is the Temporal CLI version Keel builds where a test needs the `temporal` command as a
+// client: pasting the commands a waiting session shows, as a person would. Later versions do not
+// build with go install (their go.mod carries a replace directive).
 const CLIModule = "github.com/temporalio/cli/cmd/temporal@v1.5.1"
 
 // Options describe the dev server to start.
@@ -262,56 +261,18 @@ func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-// ErrNoGo is returned when the CLI is missing and there is no go command to build it.
-var ErrNoGo = errors.New("the temporal CLI is not installed and no go command was found to build it")
+// ErrNoGo is returned when a build is needed and there is no go command to run it.
+var ErrNoGo = errors.New("no go command was found to build Keel's Temporal server or the tools its tests use")
 
-// FindCLI returns the path of the temporal binary: $KEEL_TEMPORAL_CLI, then PATH, then GOBIN or
-// GOPATH/bin; failing those it builds it with go install, saying so first because that takes minutes.
+// FindCLI returns the path of the temporal CLI: $KEEL_TEMPORAL_CLI when set, else the pinned
+// CLIModule built once per machine into the same cache as the server (InstallTool), so every
+// machine runs the version the tests were written against, and concurrent test packages wait for
+// one build instead of each running one. A temporal on PATH is not used: its version is unknown.
 func FindCLI(ctx context.Context, progress io.Writer) (string, error) {
 	if p := os.Getenv("KEEL_TEMPORAL_CLI"); p != "" {
 		return p, nil
 	}
-	if p, err := exec.LookPath("temporal"); err == nil {
-		return p, nil
-	}
-	bin := goBin(ctx)
-	if p := filepath.Join(bin, "temporal"); isExecutable(p) {
-		return p, nil
-	}
-	if progress == nil {
-		progress = io.Discard
-	}
-	gocmd, err := exec.LookPath("go")
-	if err != nil {
-		return "", ErrNoGo
-	}
-	fmt.Fprintf(progress, "keel: building the Temporal CLI (%s) into %s; the first build takes a few minutes...\n", CLIModule, bin)
-	start := time.Now()
-	cmd := exec.CommandContext(ctx, gocmd, "install", CLIModule)
-	cmd.Env = append(os.Environ(), "GOBIN="+bin)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("installing the temporal CLI with go install: %w\n%s", err, tail(out, 2000))
-	}
-	fmt.Fprintf(progress, "keel: Temporal CLI built in %s\n", time.Since(start).Round(time.Second))
-	return filepath.Join(bin, "temporal"), nil
-}
-
-func goBin(ctx context.Context) string {
-	if b := os.Getenv("GOBIN"); b != "" {
-		return b
-	}
-	if out, err := exec.CommandContext(ctx, "go", "env", "GOBIN").Output(); err == nil {
-		if b := string(bytes.TrimSpace(out)); b != "" {
-			return b
-		}
-	}
-	if out, err := exec.CommandContext(ctx, "go", "env", "GOPATH").Output(); err == nil {
-		if p := string(bytes.TrimSpace(out)); p != "" {
-			return filepath.Join(filepath.SplitList(p)[0], "bin")
-		}
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, "go", "bin")
+	return InstallTool(ctx, CLIModule, progress)
 }
 
 func isExecutable(p string) bool {

@@ -1,6 +1,9 @@
 // Package testenv gives integration tests a real Temporal dev server, started once per test
 // package through the same launcher the starter uses, plus helpers to build and run Keel's own
-// binaries as real processes against it.
+// binaries as real processes against it. It also draws the line between the two test tiers: the
+// fast tier (FastTierCommand: unit, workflow and replay tests, no server, no PostgreSQL) and the
+// full suite (FullSuiteCommand), and builds what the full suite needs before any test's clock
+// starts (Main).
 package testenv
 
 import (
@@ -14,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,10 +33,14 @@ type Env struct {
 	Server *devserver.Server
 	// Dir holds the package's built binaries and state.
 	Dir string
+
+	mu    sync.Mutex
+	built map[string]string
 }
 
 // Start starts a dev server on a free loopback port with state in memory. The first run on a fresh
-// machine builds the Temporal CLI, which takes minutes.
+// machine builds Keel's Temporal server, which takes minutes: call it from TestMain (Main), not
+// from a test.
 func Start(ctx context.Context) (*Env, error) {
 	dir, err := os.MkdirTemp("", "keel-it-")
 	if err != nil {
@@ -64,15 +72,46 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 }
 
-// Build compiles one of Keel's commands (for example "./starter") into the env's folder.
+// Build returns one of Keel's commands (for example "./starter") compiled into the env's folder,
+// compiling it on the first call. TestMain builds every command the package's tests run with
+// BuildAll, so a test's Build returns at once and no test's clock includes a compile.
 func (e *Env) Build(pkg string) (string, error) {
-	out := filepath.Join(e.Dir, "bin", filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p, ok := e.built[pkg]; ok {
+		return p, nil
+	}
+	if err := e.compile(context.Background(), pkg); err != nil {
+		return "", err
+	}
+	return e.built[pkg], nil
+}
+
+// BuildAll compiles Keel's commands pkgs in one go build, which shares the work between them.
+func (e *Env) BuildAll(ctx context.Context, pkgs ...string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.compile(ctx, pkgs...)
+}
+
+// compile builds pkgs into the env's bin folder, each named after its folder, and records them.
+func (e *Env) compile(ctx context.Context, pkgs ...string) error {
+	bin := filepath.Join(e.Dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return fmt.Errorf("creating the folder for the test binaries: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-o", bin + string(filepath.Separator)}, pkgs...)...)
 	cmd.Dir = RepoRoot()
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building %s: %w\n%s", pkg, err, b)
+		return fmt.Errorf("building %s: %w\n%s", strings.Join(pkgs, " "), err, b)
 	}
-	return out, nil
+	if e.built == nil {
+		e.built = map[string]string{}
+	}
+	for _, p := range pkgs {
+		e.built[p] = filepath.Join(bin, filepath.Base(p))
+	}
+	return nil
 }
 
 // StarterEnv is the environment a starter process gets: this env's server, a task queue and state
