@@ -6,14 +6,29 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/keelrun/keel/internal/devkit/devserver"
+	"github.com/keelrun/keel/internal/devkit/testenv"
 )
 
 // workflowcheckModule is the checker version the project pins.
 const workflowcheckModule = "go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0"
+
+// workflowcheck is the checker's binary, built once per machine by TestMain.
+var workflowcheck string
+
+// TestMain builds the pinned checker before the tests run (outside the fast tier, which skips
+// TestWorkflowcheck), so TestWorkflowcheck's time is the check's alone.
+func TestMain(m *testing.M) {
+	testenv.Main(m, "workflows", testenv.SomeTests, func(ctx context.Context) (func(), error) {
+		var err error
+		workflowcheck, err = devserver.InstallTool(ctx, workflowcheckModule, os.Stderr)
+		return nil, err
+	})
+}
 
 // badPackage holds a deliberately nondeterministic workflow; testdata keeps it out of ./...
 const badPackage = "./testdata/badworkflow"
@@ -25,10 +40,9 @@ func TestWorkflowcheck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("workflowcheck type-checks the SDK and takes about half a minute")
 	}
-	bin := findWorkflowcheck(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-config", "../workflowcheck.config.yaml", "./...", badPackage)
+	cmd := exec.CommandContext(ctx, workflowcheck, "-config", "../workflowcheck.config.yaml", "./...", badPackage)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -72,41 +86,6 @@ func findings(out string) []string {
 func containsLine(lines []string, sub string) bool {
 	for _, l := range lines {
 		if strings.Contains(l, sub) {
-			return true
-		}
-	}
-	return false
-}
-
-// findWorkflowcheck returns the checker from PATH or GOPATH/bin, or installs the pinned version
-// into a temporary GOBIN. It skips only when that install fails for lack of network.
-func findWorkflowcheck(t *testing.T) string {
-	t.Helper()
-	if p, err := exec.LookPath("workflowcheck"); err == nil {
-		return p
-	}
-	if gopath, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
-		p := filepath.Join(strings.TrimSpace(string(gopath)), "bin", "workflowcheck")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	gobin := t.TempDir()
-	install := exec.Command("go", "install", workflowcheckModule)
-	install.Env = append(os.Environ(), "GOBIN="+gobin)
-	if out, err := install.CombinedOutput(); err != nil {
-		if offline(string(out)) {
-			t.Skipf("workflowcheck is not installed and installing it needs the network: %s", out)
-		}
-		t.Fatalf("installing %s: %v\n%s", workflowcheckModule, err, out)
-	}
-	return filepath.Join(gobin, "workflowcheck")
-}
-
-// offline recognises a go install that failed because the module proxy could not be reached.
-func offline(out string) bool {
-	for _, s := range []string{"dial tcp", "no such host", "connection refused", "network is unreachable", "i/o timeout", "TLS handshake timeout"} {
-		if strings.Contains(out, s) {
 			return true
 		}
 	}

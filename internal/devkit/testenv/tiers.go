@@ -52,12 +52,13 @@ const (
 	EveryTest
 )
 
-// Main is TestMain for a package whose tests need Keel's Temporal server. Outside the fast tier it
-// runs setup before m.Run, under BuildBound and outside go test's -timeout, so no test's time
-// includes building a tool: setup builds the server (FindServer, which says so on stderr and waits
-// for another package's build instead of running its own), and whatever else the package's
-// tests run. The teardown setup returns runs after the tests. In the fast tier setup does not run;
-// with EveryTest no test runs either, and the package says why.
+// Main is TestMain for a package whose tests need something built first: Keel's Temporal server,
+// a pinned tool, Keel's own commands. Outside the fast tier it runs setup before m.Run, under
+// BuildBound and outside go test's -timeout, so no test's time includes a build. The builds say
+// so on stderr and wait for another package's build of the same thing instead of running their
+// own (devserver.FindServer, devserver.InstallTool). The teardown setup returns runs after the
+// tests. In the fast tier setup does not run; with EveryTest no test runs either, and the package
+// says why.
 func Main(m *testing.M, name string, scope Scope, setup func(ctx context.Context) (teardown func(), err error)) {
 	flag.Parse()
 	if testing.Short() {
