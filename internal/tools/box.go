@@ -83,11 +83,11 @@ func (b *Box) Run(ctx context.Context, call contract.ToolCall) contract.ToolResu
 	case toolspec.ListDir:
 		var a struct{ Path string }
 		decodeArgs(call.Arguments, &a)
-		return listDir(root, a.Path)
+		return listDir(root, a.Path, walkBounds)
 	case toolspec.Search:
 		var a struct{ Pattern, Path string }
 		decodeArgs(call.Arguments, &a)
-		return search(root, a.Pattern, a.Path)
+		return search(root, a.Pattern, a.Path, walkBounds)
 	case toolspec.RunCommand:
 		var a struct {
 			Command        string

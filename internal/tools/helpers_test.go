@@ -3,11 +3,13 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/keelrun/keel/internal/contract"
@@ -97,9 +99,7 @@ func snapshot(t *testing.T, dirs ...string) map[string]entry {
 			case info.Mode()&fs.ModeSymlink != 0:
 				e.Link, err = os.Readlink(p)
 			case info.Mode().IsRegular():
-				var b []byte
-				b, err = os.ReadFile(p)
-				e.Content = string(b)
+				e.Content, err = fileContent(p, info)
 			}
 			out[p] = e
 			return err
@@ -109,6 +109,21 @@ func snapshot(t *testing.T, dirs ...string) map[string]entry {
 		}
 	}
 	return out
+}
+
+// fileContent is a file's content, or for a file over 1 MiB its identity (inode, size and
+// modification time), so that a snapshot of a tree with a file of hundreds of MiB stays small and
+// quick. A write through a temporary file changes the inode; one in place changes the time.
+func fileContent(name string, info fs.FileInfo) (string, error) {
+	if info.Size() <= 1<<20 {
+		b, err := os.ReadFile(name)
+		return string(b), err
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "", fmt.Errorf("no inode for %s", name)
+	}
+	return fmt.Sprintf("inode %d, %d bytes, modified %d", st.Ino, info.Size(), info.ModTime().UnixNano()), nil
 }
 
 func assertUnchanged(t *testing.T, before, after map[string]entry) {

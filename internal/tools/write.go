@@ -3,12 +3,16 @@ package tools
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
 // writeFile creates or replaces a file atomically, creating missing parent directories inside the
@@ -21,10 +25,13 @@ func writeFile(root, p, content string) contract.ToolResult {
 	if pl.rel == "." {
 		return refused("The path names the work directory itself, not a file; nothing changed. Send a file name such as \"calc.go\".")
 	}
-	info, err := os.Stat(pl.abs)
+	info, err := os.Lstat(pl.abs) // not Stat: a pipe or a device here is refused, never followed
 	existed := err == nil
-	if existed && info.IsDir() {
+	switch {
+	case existed && info.IsDir():
 		return refused(fmt.Sprintf("%q is a directory, not a file; nothing changed. Choose a file name inside it instead.", pl.rel))
+	case existed && !info.Mode().IsRegular():
+		return refused(notPlainRefusal(toolspec.WriteFile, pl.rel, &notPlainError{name: pl.abs, mode: info.Mode()}))
 	}
 	perm := fs.FileMode(0o644)
 	if existed {
@@ -108,18 +115,21 @@ func writeAtomic(target string, perm fs.FileMode, fill func(*os.File) error) (er
 }
 
 // editFile replaces the one occurrence of old with new. Zero and several matches are refused with
-// different next actions, because they need different repairs.
+// different next actions, because they need different repairs. Files larger than MaxFileBytes are
+// refused before anything is read, so an edit holds at most a few copies of that much in memory.
 func editFile(root, p, old, repl string) contract.ToolResult {
 	pl, refusal := resolve(root, p)
 	if refusal != "" {
 		return refused(refusal)
 	}
-	info, err := os.Stat(pl.abs)
+	unreadable := fmt.Sprintf("The file %q cannot be read; nothing changed. Choose another file or continue without it.", pl.rel)
+	f, info, err := openPlain(pl.abs)
+	if err != nil {
+		return refused(openRefusal(toolspec.EditFile, pl.rel, err, unreadable,
+			fmt.Sprintf("There is no file %q; nothing changed. Use write_file to create it, or list_dir to find the right name.", pl.rel)))
+	}
+	defer f.Close()
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return refused(fmt.Sprintf("There is no file %q; nothing changed. Use write_file to create it, or list_dir to find the right name.", pl.rel))
-	case err != nil:
-		return refused(fmt.Sprintf("The file %q cannot be read; nothing changed. Choose another file or continue without it.", pl.rel))
 	case info.IsDir():
 		return refused(fmt.Sprintf("%q is a directory, not a file; nothing changed. Use list_dir to see what it contains.", pl.rel))
 	case old == "":
@@ -128,12 +138,16 @@ func editFile(root, p, old, repl string) contract.ToolResult {
 	case old == repl:
 		return refused(fmt.Sprintf("The fields old and new are the same, so the edit would do nothing; the file %q is unchanged. "+
 			"Send the replacement text in new, or continue if the file is already right.", pl.rel))
+	case info.Size() > MaxFileBytes:
+		return refused(tooBigRefusal(toolspec.EditFile, pl.rel, info.Size(), editTooBigNext))
 	}
-	data, err := os.ReadFile(pl.abs)
-	if err != nil {
-		return refused(fmt.Sprintf("The file %q cannot be read; nothing changed. Choose another file or continue without it.", pl.rel))
+	content, err := readText(f, info.Size())
+	switch {
+	case errors.Is(err, errTooBig):
+		return refused(tooBigRefusal(toolspec.EditFile, pl.rel, int64(len(content)), editTooBigNext))
+	case err != nil:
+		return refused(unreadable)
 	}
-	content := string(data)
 	switch n := strings.Count(content, old); {
 	case n == 0:
 		return refused(noMatch(pl.rel, content, old))
@@ -152,6 +166,26 @@ func editFile(root, p, old, repl string) contract.ToolResult {
 	return done(fmt.Sprintf("Replaced 1 occurrence in %q at line %d; the file has changed.", pl.rel, line), true)
 }
 
+// editTooBigNext is the next step edit_file gives for a file larger than MaxFileBytes.
+const editTooBigNext = "Use run_command with a tool such as sed to change it."
+
+// errTooBig says that a file grew past MaxFileBytes while it was read.
+var errTooBig = errors.New("the file is larger than a file tool reads")
+
+// readText reads an open file of about size bytes into one string, allocated once, reading at most
+// one byte past MaxFileBytes: a file that grew past it since its size was taken gives errTooBig.
+func readText(f *os.File, size int64) (string, error) {
+	var b strings.Builder
+	b.Grow(int(min(size, MaxFileBytes)) + 1)
+	if _, err := io.Copy(&b, io.LimitReader(f, MaxFileBytes+1)); err != nil {
+		return "", fmt.Errorf("reading %s: %w", f.Name(), err)
+	}
+	if b.Len() > MaxFileBytes {
+		return b.String(), errTooBig
+	}
+	return b.String(), nil
+}
+
 // noMatch explains a failed match, noticing the common case where only spacing differs.
 func noMatch(rel, content, old string) string {
 	msg := fmt.Sprintf("The text in old was not found in %q; the file is unchanged. ", rel)
@@ -161,8 +195,27 @@ func noMatch(rel, content, old string) string {
 	return msg + "Re-read the file with read_file and copy the text exactly."
 }
 
-// collapse turns every run of white space into one space.
-func collapse(s string) string { return strings.Join(strings.Fields(s), " ") }
+// collapse turns every run of white space into one space and drops it at both ends, in one pass
+// and one allocation the size of s (a list of the words of a large file cost many times its size).
+func collapse(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	gap := false
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if unicode.IsSpace(r) {
+			gap = b.Len() > 0
+		} else {
+			if gap {
+				b.WriteByte(' ')
+				gap = false
+			}
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
 
 // matchLines lists the line numbers where old starts, at most ten of them.
 func matchLines(content, old string) string {
