@@ -28,7 +28,24 @@ func Ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // RSS reads this process's resident set size from /proc/self/status (VmRSS). The worker runs in
 // the benchmark's own process, so this is the worker's memory plus the benchmark's bookkeeping.
-func RSS() (int64, error) {
+func RSS() (int64, error) { return statusBytes("VmRSS:") }
+
+// PeakRSS reads the highest resident set size this process has had since it started or since
+// the last ResetPeakRSS (VmHWM in /proc/self/status). Unlike sampling, it misses no peak, however
+// short.
+func PeakRSS() (int64, error) { return statusBytes("VmHWM:") }
+
+// ResetPeakRSS sets the peak resident set size back to the present one (Linux 4.0 and later), so
+// that PeakRSS measures what follows and not the benchmark's own setup.
+func ResetPeakRSS() error {
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		return fmt.Errorf("resetting the peak resident set size: %w", err)
+	}
+	return nil
+}
+
+// statusBytes reads one size line of /proc/self/status, such as "VmRSS:  51234 kB", in bytes.
+func statusBytes(key string) (int64, error) {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0, fmt.Errorf("reading /proc/self/status: %w", err)
@@ -36,19 +53,19 @@ func RSS() (int64, error) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		line := sc.Bytes()
-		if v, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
+		if v, ok := bytes.CutPrefix(line, []byte(key)); ok {
 			f := bytes.Fields(v)
 			if len(f) == 0 {
 				break
 			}
 			kb, err := strconv.ParseInt(string(f[0]), 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("parsing VmRSS %q: %w", v, err)
+				return 0, fmt.Errorf("parsing %s %q: %w", key, v, err)
 			}
 			return kb << 10, nil
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS line in /proc/self/status")
+	return 0, fmt.Errorf("no %s line in /proc/self/status", key)
 }
 
 // Peaks samples RSS and the goroutine count until stopped, keeping the highest of each.
