@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -420,4 +421,51 @@ func runPrepared(t *testing.T, c *Cmd) string {
 	}
 	_ = c.Exec.Wait()
 	return out.String()
+}
+
+// TestStopDuringForkBomb stops a fork bomb that holds every process it may have and signals the
+// init all the while: the init needs nothing from the kernel to be stopped and to report.
+func TestStopDuringForkBomb(t *testing.T) {
+	c, err := Command(Config{Limits: Limits{Processes: 64}, Grace: 100 * time.Millisecond}, t.TempDir(),
+		[]string{"bash", "-c", "f() { kill -USR1 1; kill -TERM 1; f | f & }; f; sleep 1022"}, testEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Exec.Stdout, c.Exec.Stderr = w, w
+	err = c.Exec.Start()
+	c.Started()
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := make(chan struct{})
+	go func() {
+		defer r.Close()
+		var seen bytes.Buffer
+		buf := make([]byte, 4096)
+		said := false
+		for {
+			n, err := r.Read(buf)
+			seen.Write(buf[:n])
+			if !said && strings.Contains(seen.String(), "Resource temporarily unavailable") {
+				close(full)
+				said = true
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	<-full
+	c.Stop()
+	_ = c.Exec.Wait()
+	rep, ok := c.Report()
+	if !ok || !rep.Started || !rep.Leftovers {
+		t.Fatalf("report %+v (ok %v)", rep, ok)
+	}
+	assertNoProcess(t, "1022")
 }

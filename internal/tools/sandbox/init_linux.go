@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -17,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,12 +44,14 @@ const (
 // runInit sets up the view, runs the command, reaps everything and reports. Its exit ends the
 // PID namespace, and the kernel kills whatever is left in it.
 func runInit() int {
-	absorbSignals()
 	report := os.NewFile(reportFD, "report")
 	var s spec
 	say := func(r Report) int {
 		_ = json.NewEncoder(report).Encode(signedReport{Nonce: s.Nonce, Report: r})
 		return 0
+	}
+	if err := defaultSignals(); err != nil {
+		return say(Report{Problem: err.Error()})
 	}
 	// Not dumpable: /proc/1/fd, /proc/1/mem and ptrace of the init then need a capability the
 	// command does not have, so its descriptors (the report pipe) and memory (the nonce) are
@@ -91,19 +93,33 @@ func runInit() int {
 	return say(rep)
 }
 
-// absorbSignals takes every signal the init can receive and does nothing with it, so no signal
-// the command sends (SIGQUIT, SIGTERM, SIGSEGV by kill, ...) ends the init or makes the Go runtime
-// print anything; SIGKILL and SIGSTOP from inside the PID namespace the kernel drops for its
-// init. Handled, not ignored: an ignored signal would stay ignored in the command across exec,
-// a handled one is reset to its default there. The worker asks for a stop through the spec pipe
-// (stopRequested), which the command cannot reach.
-func absorbSignals() {
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs)
-	go func() {
-		for range sigs {
+// The kernel's struct sigaction on amd64 and arm64 is four words (handler, flags, restorer,
+// mask); all zero, it is SIG_DFL with no flags and an empty mask. sigsetSize is the mask's size.
+const (
+	sigactionWords = 4
+	sigsetSize     = 8
+)
+
+// defaultSignals gives every signal its default disposition, replacing the Go runtime's handlers.
+// The kernel delivers a signal to a PID namespace's init only if the init handles it (from
+// outside the namespace, SIGKILL and SIGSTOP too), so with no handler no signal the command
+// sends (SIGQUIT, SIGTERM, SIGSEGV by kill, SIGSTOP, ...) reaches the init at all: it cannot end
+// it, make the runtime print a dump, or wake a goroutine that would need a thread the command's
+// processes have used up. Default, not ignored: an ignored signal would stay ignored in the
+// command across exec. The worker stops the init through the spec pipe (stopRequested) and kills
+// it with SIGKILL; a fault in the init's own code ends it without a trace.
+func defaultSignals() error {
+	var act [sigactionWords]uint64
+	for sig := 1; sig <= 64; sig++ {
+		if sig == int(unix.SIGKILL) || sig == int(unix.SIGSTOP) {
+			continue
 		}
-	}()
+		_, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act)), 0, sigsetSize, 0, 0)
+		if e != 0 {
+			return fmt.Errorf("restoring the default action of signal %d in the sandbox's init: %w", sig, e)
+		}
+	}
+	return nil
 }
 
 // stopRequested is closed when the worker closes its end of the spec pipe after the spec (or
