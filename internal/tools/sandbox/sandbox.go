@@ -52,11 +52,14 @@ type Config struct {
 
 // Limits bound one command. Each zero field takes its default.
 type Limits struct {
-	// Processes caps the processes and threads alive at once in the sandbox (RLIMIT_NPROC,
-	// counted per sandbox because each has its own user namespace).
+	// Processes caps the processes and threads alive at once in the sandbox: its cgroup's
+	// pids.max where there is one, and RLIMIT_NPROC (counted per sandbox because each has its own
+	// user namespace). A worker that is not root lowers it to what is left of its own user's
+	// limit (see procBudget).
 	Processes int
-	// Memory caps the memory each process may write to, in bytes (RLIMIT_DATA: heap and other
-	// private writable mappings, not reserved address space); it also sizes /tmp.
+	// Memory caps the memory of the command as a whole, shared memory and /tmp included, in bytes
+	// (its cgroup's limit, where there is one), and what each process may write to (RLIMIT_DATA:
+	// heap and other private writable mappings, not reserved address space); it also sizes /tmp.
 	Memory int64
 	// CPUTime caps each process's CPU time (RLIMIT_CPU).
 	CPUTime time.Duration
@@ -97,6 +100,12 @@ type Report struct {
 	// Keyring is the serial of the session keyring the init made for the command, a fresh one
 	// for every sandbox, so a caller can check the command did not share its own keys.
 	Keyring int `json:"keyring,omitempty"`
+	// OutOfMemory says the kernel killed a process of the command because the command as a whole
+	// reached its memory limit; ProcessLimit that a fork was refused at its process limit. The
+	// worker reads both from the command's cgroup (never from the init), so they are known only
+	// where there is one.
+	OutOfMemory  bool `json:"-"`
+	ProcessLimit bool `json:"-"`
 }
 
 // Problems the init reports instead of starting the command.

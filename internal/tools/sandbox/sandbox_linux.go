@@ -33,7 +33,8 @@ const selfExe = "/proc/self/exe"
 var systemDirs = []string{"usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32"}
 
 // Cmd is a command prepared to run in a sandbox. Start Exec (the init), call Started, wait for
-// Exec, then read the Report.
+// Exec, then read the Report. Report also gives back what the command held of the worker's
+// limits (its cgroup, its share of the processes), so every Cmd needs it once.
 type Cmd struct {
 	// Exec is the sandbox's init process.
 	Exec *exec.Cmd
@@ -45,6 +46,7 @@ type Cmd struct {
 	nonce   string
 	grace   time.Duration
 	stop    sync.Once
+	lease   *lease
 }
 
 // Command prepares args to run in a sandbox whose work directory is workdir (an absolute,
@@ -103,6 +105,10 @@ func command(cfg Config, s spec) (*Cmd, error) {
 		c.child = append(c.child, f)
 		s.Mounts = append(s.Mounts, mount{FD: 2 + len(c.child), Target: m.dst})
 	}
+	if c.lease, s.Limits, err = takeLease(s.Limits); err != nil {
+		c.closeAll()
+		return nil, err
+	}
 	if c.spec, err = json.Marshal(s); err != nil {
 		c.closeAll()
 		return nil, fmt.Errorf("encoding the sandbox's spec: %w", err)
@@ -139,6 +145,9 @@ func (c *Cmd) Started() {
 		f.Close()
 	}
 	c.child = nil
+	if !c.placeInit() {
+		return
+	}
 	go func(w *os.File, data []byte) {
 		_, _ = w.Write(data) // a dead init closes the pipe; its report says what happened
 	}(c.specW, c.spec)
@@ -161,6 +170,7 @@ func (c *Cmd) Grace() time.Duration { return c.grace }
 func (c *Cmd) Report() (rep Report, ok bool) {
 	c.Stop()
 	defer c.reportR.Close()
+	defer c.finish(&rep, &ok)
 	dec := json.NewDecoder(io.LimitReader(c.reportR, 1<<16))
 	for {
 		var sr signedReport
@@ -174,6 +184,7 @@ func (c *Cmd) Report() (rep Report, ok bool) {
 }
 
 func (c *Cmd) closeAll() {
+	c.lease.end()
 	for _, f := range append(c.child, c.specW, c.reportR) {
 		if f != nil {
 			f.Close()
