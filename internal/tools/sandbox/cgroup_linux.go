@@ -43,6 +43,12 @@ const (
 	workerLeaf = "keel-worker"
 	// rlimitSlack is how far above a cgroup's process limit the command's RLIMIT_NPROC is set.
 	rlimitSlack = 16
+	// shmBytes is the size of the sandbox's /dev/shm.
+	shmBytes = 64 << 20
+	// initHeadroom is the part of a command's memory limit that its tmpfs folders cannot fill,
+	// left for the init and the command's own processes: a full /tmp then fails writes with "no
+	// space left" rather than making the kernel kill processes at the limit, the init among them.
+	initHeadroom = 32 << 20
 	// cgroupGone bounds the wait for a sandbox's cgroup to empty once its init has been reaped.
 	cgroupGone = 5 * time.Second
 )
@@ -491,6 +497,16 @@ func takeLease(l Limits) (*lease, Limits, error) {
 		l.Processes += rlimitSlack
 	}
 	return ls, l, nil
+}
+
+// tmpBytes sizes the sandbox's /tmp: the memory limit where nothing bounds the command as a whole;
+// with a cgroup, what the limit leaves after /dev/shm and initHeadroom (at least a quarter of it).
+func (ls *lease) tmpBytes() int64 {
+	m := ls.limits.Memory
+	if ls.cg == nil {
+		return m
+	}
+	return max(m-shmBytes-initHeadroom, m/4)
 }
 
 // placeInit puts a started init into the command's cgroup while it waits for its spec, so it has

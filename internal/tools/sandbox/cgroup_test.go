@@ -449,3 +449,17 @@ func copyFile(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// TestFullTmpfsKeepsTheReport fills /tmp and /dev/shm beyond their sizes under a small memory
+// limit: the writes fail for want of space, nothing is killed, and the init reports the end.
+func TestFullTmpfsKeepsTheReport(t *testing.T) {
+	requireCgroup(t)
+	const limit = 256 << 20
+	out, rep, c := runCmd(t, Config{Limits: Limits{Memory: limit}}, t.TempDir(), "sh", "-c",
+		"head -c 300M /dev/zero > /tmp/x; head -c 100M /dev/zero > /dev/shm/y; echo done")
+	if rep.Code != 0 || rep.OutOfMemory || strings.Count(out, "No space left on device") != 2 || !strings.Contains(out, "done") {
+		t.Fatalf("report %+v, output %q", rep, out)
+	}
+	t.Logf("/tmp and /dev/shm full: peak memory %d MiB of %d, out-of-memory kills %d", c.lease.used.peakMemory>>20, limit>>20, c.lease.used.oomKills)
+	assertCgroupGone(t, c)
+}

@@ -534,7 +534,7 @@ func specialFS(stage string, tmpBytes int64) error {
 	if err := os.Mkdir(shm, 0o1777); err != nil {
 		return fmt.Errorf("creating /dev/shm: %w", err)
 	}
-	if err := unix.Mount("tmpfs", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=64m"); err != nil {
+	if err := unix.Mount("tmpfs", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("mode=1777,size=%d", shmBytes)); err != nil {
 		return fmt.Errorf("mounting /dev/shm: %w", err)
 	}
 	opts := fmt.Sprintf("mode=1777,size=%d", tmpBytes)

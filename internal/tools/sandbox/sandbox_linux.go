@@ -109,6 +109,7 @@ func command(cfg Config, s spec) (*Cmd, error) {
 		c.closeAll()
 		return nil, err
 	}
+	s.TmpBytes = c.lease.tmpBytes()
 	if c.spec, err = json.Marshal(s); err != nil {
 		c.closeAll()
 		return nil, fmt.Errorf("encoding the sandbox's spec: %w", err)
