@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"syscall"
@@ -18,6 +19,10 @@ import (
 func (b *Box) runSandboxed(ctx context.Context, root string, words []string, timeout time.Duration, limited bool, out *capture) contract.ToolResult {
 	cfg := *b.Sandbox
 	sc, err := sandbox.Command(cfg, root, words, sandboxEnv(cfg.CacheDir != "", sandbox.GoBin()))
+	if errors.Is(err, sandbox.ErrBusy) {
+		return refused("The command was not started because too many commands are running on this worker at once; nothing was run and nothing changed. " +
+			"Retry shortly.")
+	}
 	if err != nil {
 		b.sandboxFailed(err)
 		return refused("The command could not be started because its sandbox could not be prepared; nothing was run and nothing changed. " +
@@ -47,7 +52,7 @@ func (b *Box) runSandboxed(ctx context.Context, root string, words []string, tim
 	}
 	o := outcome{known: ok, code: rep.Code, signal: syscall.Signal(rep.Signal), leftovers: rep.Leftovers}
 	text := out.String()
-	o.limit = limitHit(cfg.Limits.WithDefaults(), o, text)
+	o.limit = limitHit(sc.Limits(), rep, o, text)
 	return commandResult(reason, o, timeout, limited, text)
 }
 
@@ -80,9 +85,10 @@ func waitSandboxed(ctx context.Context, run *running, sc *sandbox.Cmd, timeout t
 	return reason
 }
 
-// limitHit recognises a command that ran into one of the sandbox's limits, from the signal the
-// kernel sends or the words programs print, and says so with what to do next.
-func limitHit(l sandbox.Limits, o outcome, output string) string {
+// limitHit recognises a command that ran into one of the sandbox's limits, from what its cgroup
+// counted, the signal the kernel sends or the words programs print, and says so with what to do
+// next.
+func limitHit(l sandbox.Limits, rep sandbox.Report, o outcome, output string) string {
 	const after = " Nothing outside the work directory changed."
 	shell := func(sig syscall.Signal) bool { return o.signal == sig || o.code == 128+int(sig) }
 	lower := strings.ToLower(output)
@@ -98,6 +104,9 @@ func limitHit(l sandbox.Limits, o outcome, output string) string {
 		return ""
 	}
 	switch {
+	case rep.OutOfMemory:
+		return fmt.Sprintf("It was stopped for using more memory than the sandbox's limit (%s for the command as a whole, files in /tmp included)."+after+
+			" Use less memory (smaller inputs, fewer things at once, less in /tmp), or conclude.", mib(l.Memory))
 	case shell(syscall.SIGXFSZ) || has("file too large"):
 		return fmt.Sprintf("It hit the sandbox's limit on file size (%s per file), so a write was cut off."+after+
 			" Write smaller files, or conclude.", mib(l.FileSize))
@@ -107,7 +116,7 @@ func limitHit(l sandbox.Limits, o outcome, output string) string {
 	case has("cannot allocate memory", "out of memory", "memoryerror", "memory exhausted", "std::bad_alloc"):
 		return fmt.Sprintf("It ran out of memory under the sandbox's limit (%s per process)."+after+
 			" Use less memory (smaller inputs, fewer things at once), or conclude.", mib(l.Memory))
-	case has("resource temporarily unavailable", "cannot fork", "can't fork", "fork: retry"):
+	case rep.ProcessLimit || has("resource temporarily unavailable", "cannot fork", "can't fork", "fork: retry"):
 		return fmt.Sprintf("It hit the sandbox's limit on processes (%d at once)."+after+
 			" Start fewer processes at once, or conclude.", l.Processes)
 	}
