@@ -111,7 +111,7 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 		Events:    events.NewPublisher(),
 		Notifiers: Notifiers(cfg),
 		OutputCap: cfg.OutputCap,
-		Sandbox:   cfg.Sandbox,
+		Sandbox:   SandboxConfig(cfg.Sandbox),
 		// A session's work directory may not hold this worker's state, store or configuration.
 		CheckWorkdir: cfg.CheckWorkdir,
 	}
@@ -120,7 +120,7 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 		acts.Rand = func() float64 { return draw }
 	}
 	if len(cfg.MCP) > 0 {
-		acts.MCP = mcp.NewManager(cfg.MCP)
+		acts.MCP = mcp.NewManager(mcpServers(cfg.MCP))
 	}
 	if len(hooks) > 0 {
 		var r activities.ToolRunner = acts.DefaultTools()
@@ -153,12 +153,32 @@ func CheckSandbox(cfg config.Config) error {
 	if cfg.Sandbox == nil {
 		return nil
 	}
-	if err := sandbox.Available(*cfg.Sandbox); err != nil {
+	if err := sandbox.Available(*SandboxConfig(cfg.Sandbox)); err != nil {
 		return fmt.Errorf("run_command needs its sandbox, and this system cannot provide one: %v; "+
 			"to run commands unconfined anyway, set tools.sandbox: off (KEEL_TOOLS_SANDBOX=off), which is unsafe: "+
 			"a command can then read the worker's secrets, write outside the work directory and reach the network", err)
 	}
 	return nil
+}
+
+// SandboxConfig is the sandbox package's form of the configuration's tools.sandbox settings; nil
+// when the sandbox is off.
+func SandboxConfig(s *config.Sandbox) *sandbox.Config {
+	if s == nil {
+		return nil
+	}
+	return &sandbox.Config{Network: s.Network, CacheDir: s.CacheDir, Limits: sandbox.Limits{
+		Processes: s.Processes, Memory: s.Memory, CPUTime: s.CPUTime, FileSize: s.FileSize,
+	}}
+}
+
+// mcpServers is mcp.servers in the MCP package's form.
+func mcpServers(servers []config.MCPServer) []mcp.ServerConfig {
+	out := make([]mcp.ServerConfig, len(servers))
+	for i, s := range servers {
+		out[i] = mcp.ServerConfig(s)
+	}
+	return out
 }
 
 // modelChain builds the fallback chain of gateway.fallbacks behind the primary, or nil when none is
@@ -265,6 +285,9 @@ func NewWorkerWith(c client.Client, queue string, opts worker.Options, hb Heartb
 func RunWorker(ctx context.Context, cfg config.Config, hooks ...ToolHook) error {
 	if err := CheckSandbox(cfg); err != nil {
 		return err
+	}
+	if cfg.Sandbox != nil {
+		slog.Info(sandbox.Enforcement())
 	}
 	var mh client.MetricsHandler
 	if cfg.Metrics.Address != "" {

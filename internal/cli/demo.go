@@ -19,7 +19,6 @@ import (
 	"github.com/keelrun/keel/internal/devkit/fakegw"
 	"github.com/keelrun/keel/internal/devkit/flakymcp/flaky"
 	"github.com/keelrun/keel/internal/devkit/toolhooks"
-	"github.com/keelrun/keel/internal/tools/mcp"
 )
 
 // InjectModes are the faults `demo --inject` accepts: gateway faults, model behaviours and tool
@@ -131,7 +130,7 @@ func serveFlakyMCP(cfg *config.Config) (func(), error) {
 	}
 	srv := &http.Server{Handler: flaky.Handler(flaky.NewServer(nil)), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	cfg.MCP = append(cfg.MCP, mcp.ServerConfig{Name: "flaky", URL: "http://" + ln.Addr().String() + "/mcp"})
+	cfg.MCP = append(cfg.MCP, config.MCPServer{Name: "flaky", URL: "http://" + ln.Addr().String() + "/mcp"})
 	if cfg.Tools.Fallbacks == nil {
 		cfg.Tools.Fallbacks = map[string]string{}
 	}

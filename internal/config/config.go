@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -17,11 +16,10 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/keelrun/keel/internal/contract"
-	"github.com/keelrun/keel/internal/tools/mcp"
-	"github.com/keelrun/keel/internal/tools/sandbox"
 )
 
-// Config is the whole configuration. docs/configuration.md documents every key.
+// Config is the whole configuration. The table in keys.go lists every key, and
+// docs/configuration.md's key table is made from it.
 type Config struct {
 	Temporal  Temporal
 	Dev       Dev
@@ -31,13 +29,13 @@ type Config struct {
 	OutputCap int
 	// Sandbox confines run_command (tools.sandbox, tools.network, tools.limits.*); nil when
 	// tools.sandbox is off.
-	Sandbox    *sandbox.Config
+	Sandbox    *Sandbox
 	Store      Store
 	Escalation Escalation
 	Metrics    Metrics
 	Events     Events
 	// MCP lists the MCP servers whose tools the sessions get.
-	MCP []mcp.ServerConfig
+	MCP []MCPServer
 	// File is the configuration file that was read, as an absolute path; "" when none was.
 	File string
 }
@@ -111,6 +109,31 @@ type Fallback struct {
 	APIKey string `mapstructure:"-"`
 }
 
+// Sandbox is how every run_command of a worker is confined; the worker hands it to the sandbox
+// package, which this package does not link (its init would make every program that reads the
+// configuration a sandbox init). Zero limits take the sandbox's defaults.
+type Sandbox struct {
+	// Network is contract.SandboxNetworkNone or contract.SandboxNetworkHost.
+	Network string
+	// CacheDir is mounted read-write at /cache in every command, as an absolute path.
+	CacheDir string
+	// Processes, Memory (bytes), CPUTime and FileSize (bytes) bound one command.
+	Processes int
+	Memory    int64
+	CPUTime   time.Duration
+	FileSize  int64
+}
+
+// MCPServer is one entry of mcp.servers: a server started as a command (stdio) or reached at a
+// URL (streamable HTTP). Its fields are those of the MCP package's ServerConfig, so the worker
+// converts one into the other.
+type MCPServer struct {
+	Name    string   `json:"name" mapstructure:"name"`
+	Command []string `json:"command,omitempty" mapstructure:"command"`
+	URL     string   `json:"url,omitempty" mapstructure:"url"`
+	Env     []string `json:"env,omitempty" mapstructure:"env"`
+}
+
 // Store configures the transcript store.
 type Store struct {
 	Backend string
@@ -175,126 +198,58 @@ func IsError(err error) bool {
 	return errors.As(err, &ce)
 }
 
-// defaults are every key with its default; registering each one is also what lets a KEEL_* variable
-// reach a key that no file mentions.
-var defaults = map[string]any{
-	"temporal.address":                "127.0.0.1:7233",
-	"temporal.namespace":              "default",
-	"temporal.task_queue":             contract.TaskQueue,
-	"temporal.ui_url":                 "",
-	"temporal.turns_per_run":          0,
-	"temporal.fallback_heartbeat":     "200ms",
-	"dev.state_dir":                   "",
-	"dev.ui_port":                     8233,
-	"dev.metrics_port":                0,
-	"gateway.provider":                contract.ProviderOpenAI,
-	"gateway.base_url":                "",
-	"gateway.api_key":                 "",
-	"gateway.model":                   "gpt-4o-mini",
-	"gateway.fake":                    false,
-	"gateway.retry.base":              "400ms",
-	"gateway.retry.cap":               "8s",
-	"gateway.retry.fixed_jitter":      "",
-	"limits.max_turns":                40,
-	"limits.max_duration":             "30m",
-	"limits.max_tokens":               500000,
-	"limits.context_tokens":           0,
-	"tools.approval":                  "never",
-	"tools.allow":                     []string{},
-	"tools.deny":                      []string{},
-	"tools.commands":                  []string{},
-	"tools.command_timeout":           "60s",
-	"tools.approval_timeout":          "10m",
-	"tools.output_cap":                16384,
-	"tools.sandbox":                   "on",
-	"tools.network":                   sandbox.NetworkNone,
-	"tools.sandbox_cache":             "",
-	"tools.limits.processes":          sandbox.DefaultProcesses,
-	"tools.limits.memory_mb":          sandbox.DefaultMemory >> 20,
-	"tools.limits.cpu_time":           sandbox.DefaultCPUTime.String(),
-	"tools.limits.file_size_mb":       sandbox.DefaultFileSize >> 20,
-	"tools.breaker.failures":          5,
-	"tools.breaker.window":            "2m",
-	"tools.breaker.cooldown":          "60s",
-	"tools.fallbacks":                 map[string]string{},
-	"mcp.servers":                     []any{},
-	"gateway.fallbacks":               []any{},
-	"gateway.keys":                    map[string]any{},
-	"store.backend":                   "file",
-	"store.path":                      "",
-	"store.dsn":                       "",
-	"escalation.deadline":             "30m",
-	"escalation.default_action":       contract.ActionAbort,
-	"escalation.channels":             []string{},
-	"escalation.slack.bot_token":      "",
-	"escalation.slack.signing_secret": "",
-	"escalation.slack.channel":        "",
-	"escalation.slack.team_id":        "",
-	"escalation.slack.approvers":      []string{},
-	"escalation.slack.listen":         "127.0.0.1:3000",
-	"escalation.slack.api_url":        "",
-	"escalation.github.token":         "",
-	"escalation.github.base_url":      "https://api.github.com",
-	"escalation.github.repo":          "",
-	"escalation.github.pr":            0,
-	"escalation.webhook.url":          "",
-	"escalation.webhook.secret":       "",
-	"metrics.address":                 "",
-	"events.host":                     "127.0.0.1",
-}
-
-// Keys lists every configuration key, sorted.
-func Keys() []string {
-	keys := make([]string, 0, len(defaults))
-	for k := range defaults {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// FlagKeys maps command-line flag names to configuration keys.
-var FlagKeys = map[string]string{
-	"temporal-address": "temporal.address",
-	"namespace":        "temporal.namespace",
-	"provider":         "gateway.provider",
-	"model":            "gateway.model",
-	"base-url":         "gateway.base_url",
-	"max-turns":        "limits.max_turns",
-	"max-duration":     "limits.max_duration",
-	"max-tokens":       "limits.max_tokens",
-	"context-tokens":   "limits.context_tokens",
-	"state-dir":        "dev.state_dir",
-}
-
-// Load reads the configuration: the file (see configFile), the environment, then any flags in fs
-// that were set, then overrides (what a command itself fixes, such as the demo's fake gateway).
+// Load reads the configuration of a program that runs sessions' model calls and tools (the
+// worker, and the starter commands that run one in-process): LoadFor(Worker|Starter, ...).
 func Load(path string, fs *pflag.FlagSet, overrides map[string]any) (Config, error) {
-	v := viper.New()
-	for k, d := range defaults {
-		v.SetDefault(k, d)
-	}
-	v.SetEnvPrefix("KEEL")
-	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
-	v.AutomaticEnv()
-	_ = v.BindEnv("temporal.address", "KEEL_TEMPORAL_ADDRESS", "TEMPORAL_ADDRESS")
-	_ = v.BindEnv("temporal.namespace", "KEEL_TEMPORAL_NAMESPACE", "TEMPORAL_NAMESPACE")
+	return LoadFor(Worker|Starter, path, fs, overrides)
+}
 
+// LoadFor reads the configuration for the programs prog: the file (see configFile), the
+// environment, then any flag of the table that fs holds and the command line set, then overrides
+// (what a command itself fixes, such as the demo's fake gateway). Every key is checked in every
+// program; what a key's row says prog requires is required only there.
+func LoadFor(prog Program, path string, fs *pflag.FlagSet, overrides map[string]any) (Config, error) {
+	v := newViper()
 	file, err := readFile(v, path)
 	if err != nil {
 		return Config{}, err
 	}
-	if fs != nil {
-		for name, key := range FlagKeys {
-			if f := fs.Lookup(name); f != nil && f.Changed {
-				v.Set(key, f.Value.String())
-			}
-		}
-	}
+	applyFlags(v, fs)
 	for k, val := range overrides {
 		v.Set(k, val)
 	}
-	return decode(v, file)
+	return decode(v, file, prog)
+}
+
+// newViper is a viper that knows every key of the table with its default and its environment
+// variables: KEEL_<KEY> for each (registering every key is what lets a variable reach one no file
+// mentions), and a row's own names after it.
+func newViper() *viper.Viper {
+	v := viper.New()
+	for _, s := range settings {
+		v.SetDefault(s.Name, s.Default)
+	}
+	v.SetEnvPrefix("KEEL")
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AutomaticEnv()
+	for _, s := range settings {
+		if len(s.Env) > 0 {
+			_ = v.BindEnv(append([]string{s.Name}, s.EnvNames()...)...)
+		}
+	}
+	return v
+}
+
+// applyFlags sets the keys whose flags fs holds and the command line set; nil holds none.
+func applyFlags(v *viper.Viper, fs *pflag.FlagSet) {
+	if fs == nil {
+		return
+	}
+	for _, s := range settings {
+		if f := fs.Lookup(s.Flag); s.Flag != "" && f != nil && f.Changed {
+			v.Set(s.Name, f.Value.String())
+		}
+	}
 }
 
 // configFile is the file to read: path (--config), else $KEEL_CONFIG, both even when missing so
@@ -328,8 +283,8 @@ func readFile(v *viper.Viper, path string) (string, error) {
 		return "", &Error{Key: "file", Msg: fmt.Sprintf("reading %s: %v", path, err)}
 	}
 	for _, k := range v.AllKeys() {
-		if _, ok := defaults[k]; !ok && !strings.HasPrefix(k, "tools.fallbacks.") && !strings.HasPrefix(k, "gateway.keys.") {
-			return "", &Error{Key: k, Msg: fmt.Sprintf("unknown key in %s", path)}
+		if !known(k) {
+			return "", &Error{Key: k, Msg: fmt.Sprintf("unknown key in %s%s", path, didYouMean(k))}
 		}
 	}
 	return absPath(path), nil

@@ -77,15 +77,15 @@ func TestLoad(t *testing.T) {
 				t.Fatalf("UI link %q", c.Temporal.UIURL)
 			}
 		}},
-		{name: "fixed jitter above one", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_GATEWAY_RETRY_FIXED_JITTER": "1.5"}, key: "gateway.retry.fixed_jitter"},
-		{name: "fixed jitter not a number", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_GATEWAY_RETRY_FIXED_JITTER": "half"}, key: "gateway.retry.fixed_jitter"},
-		{name: "unknown provider", env: map[string]string{"KEEL_GATEWAY_PROVIDER": "bogus", "KEEL_GATEWAY_FAKE": "1"}, key: "gateway.provider"},
-		{name: "bad duration", env: map[string]string{"KEEL_GATEWAY_FAKE": "1"}, flags: []string{"--max-duration", "soon"}, key: "limits.max_duration"},
-		{name: "negative turns", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_LIMITS_MAX_TURNS": "-1"}, key: "limits.max_turns"},
-		{name: "missing api key", key: "gateway.api_key"},
-		{name: "postgres without dsn", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_STORE_BACKEND": "postgres"}, key: "store.dsn"},
-		{name: "unknown channel", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_ESCALATION_CHANNELS": "pager"}, key: "escalation.channels"},
-		{name: "slack without token", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_ESCALATION_CHANNELS": "slack"}, key: "escalation.slack.bot_token"},
+		{name: "fixed jitter above one", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_GATEWAY_RETRY_FIXED_JITTER": "1.5"}, key: GatewayRetryFixedJitter},
+		{name: "fixed jitter not a number", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_GATEWAY_RETRY_FIXED_JITTER": "half"}, key: GatewayRetryFixedJitter},
+		{name: "unknown provider", env: map[string]string{"KEEL_GATEWAY_PROVIDER": "bogus", "KEEL_GATEWAY_FAKE": "1"}, key: GatewayProvider},
+		{name: "bad duration", env: map[string]string{"KEEL_GATEWAY_FAKE": "1"}, flags: []string{"--max-duration", "soon"}, key: LimitsMaxDuration},
+		{name: "negative turns", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_LIMITS_MAX_TURNS": "-1"}, key: LimitsMaxTurns},
+		{name: "missing api key", key: GatewayAPIKey},
+		{name: "postgres without dsn", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_STORE_BACKEND": "postgres"}, key: StoreDSN},
+		{name: "unknown channel", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_ESCALATION_CHANNELS": "pager"}, key: EscalationChannels},
+		{name: "slack without token", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_ESCALATION_CHANNELS": "slack"}, key: EscalationSlackBotToken},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -118,14 +118,14 @@ func TestUnknownKeyInFile(t *testing.T) {
 	if err := os.WriteFile(file, []byte("limits:\n  max_turnz: 3\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Load(file, nil, map[string]any{"gateway.fake": true})
+	_, err := Load(file, nil, map[string]any{GatewayFake: true})
 	if err == nil || !strings.Contains(err.Error(), "limits.max_turnz") {
 		t.Fatalf("want an error naming limits.max_turnz, got %v", err)
 	}
 }
 
 func TestExampleFileHasEveryKey(t *testing.T) {
-	_, err := Load(filepath.Join("..", "..", "keel.example.yaml"), nil, map[string]any{"gateway.fake": true})
+	_, err := Load(filepath.Join("..", "..", "keel.example.yaml"), nil, map[string]any{GatewayFake: true})
 	if err != nil {
 		t.Fatalf("the committed example does not load: %v", err)
 	}
@@ -164,7 +164,7 @@ func TestFallbacks(t *testing.T) {
 			if err := os.WriteFile(file, []byte(c.yaml), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := Load(file, nil, map[string]any{"gateway.fake": c.fake})
+			cfg, err := Load(file, nil, map[string]any{GatewayFake: c.fake})
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("want an error with %q, got %v", c.err, err)
@@ -215,7 +215,7 @@ func TestGatewayKeys(t *testing.T) {
 			if err := os.WriteFile(file, []byte(c.yaml), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := Load(file, nil, map[string]any{"gateway.fake": c.fake})
+			cfg, err := Load(file, nil, map[string]any{GatewayFake: c.fake})
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("want an error with %q, got %v", c.err, err)

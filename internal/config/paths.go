@@ -115,9 +115,9 @@ type guarded struct {
 // guardedPaths are the configuration's own files and folders: the state folder (which also holds
 // the native cluster's files by default), the file store and the configuration file in use.
 func (c Config) guardedPaths() []guarded {
-	g := []guarded{{c.Dev.StateDir, "dev.state_dir", "Keel's state directory"}}
+	g := []guarded{{c.Dev.StateDir, DevStateDir, "Keel's state directory"}}
 	if c.Store.Backend == "file" {
-		g = append(g, guarded{c.Store.Path, "store.path", "the transcript store"})
+		g = append(g, guarded{c.Store.Path, StorePath, "the transcript store"})
 	}
 	if c.File != "" {
 		g = append(g, guarded{c.File, "--config", "the configuration file"})
@@ -195,6 +195,6 @@ func (c Config) checkCache() error {
 	if why == "" {
 		return nil
 	}
-	return &Error{Key: "tools.sandbox_cache", Msg: fmt.Sprintf("%s %s, and the sandbox mounts it read-write at /cache in every command; "+
+	return &Error{Key: ToolsSandboxCache, Msg: fmt.Sprintf("%s %s, and the sandbox mounts it read-write at /cache in every command; "+
 		"set it to a folder of its own, such as %s (the default)", shown(raw), why, shown(defaultCacheDir()))}
 }

@@ -59,7 +59,7 @@ func TestDefaultStateDir(t *testing.T) {
 			for k, v := range c.env {
 				t.Setenv(k, v)
 			}
-			cfg, err := Load("", nil, map[string]any{"gateway.fake": true})
+			cfg, err := Load("", nil, map[string]any{GatewayFake: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +117,7 @@ func TestConfigFileLookup(t *testing.T) {
 			if c.env {
 				t.Setenv("KEEL_CONFIG", files["env"])
 			}
-			cfg, err := Load(flag, nil, map[string]any{"gateway.fake": true})
+			cfg, err := Load(flag, nil, map[string]any{GatewayFake: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +157,7 @@ func TestCheckWorkdir(t *testing.T) {
 		{name: "the configuration file beside it", file: "keel.yaml", workdir: "src"},
 		{name: "in the sandbox cache", env: map[string]string{"KEEL_TOOLS_SANDBOX_CACHE": "cache"}, workdir: "cache/src",
 			err: "tools.sandbox_cache ./cache is the work directory"},
-		{name: "the sandbox cache itself", env: map[string]string{"KEEL_TOOLS_SANDBOX_CACHE": "cache"}, workdir: "cache", err: "tools.sandbox_cache"},
+		{name: "the sandbox cache itself", env: map[string]string{"KEEL_TOOLS_SANDBOX_CACHE": "cache"}, workdir: "cache", err: ToolsSandboxCache},
 		{name: "a cache inside is its own folder", env: map[string]string{"KEEL_TOOLS_SANDBOX_CACHE": "src/.cache"}, workdir: "src"},
 		{name: "no cache without the sandbox", env: map[string]string{"KEEL_TOOLS_SANDBOX_CACHE": "cache", "KEEL_TOOLS_SANDBOX": "off"}, workdir: "cache/src"},
 		{name: "through a symbolic link", env: map[string]string{"KEEL_DEV_STATE_DIR": "real/.keel"}, workdir: "link", err: "(dev.state_dir)"},
@@ -184,7 +184,7 @@ func TestCheckWorkdir(t *testing.T) {
 					file = "" // found in the working directory, as the starter finds it
 				}
 			}
-			cfg, err := Load(file, nil, map[string]any{"gateway.fake": true})
+			cfg, err := Load(file, nil, map[string]any{GatewayFake: true})
 			if err != nil {
 				t.Fatal(err)
 			}

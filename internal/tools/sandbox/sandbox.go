@@ -13,15 +13,18 @@ package sandbox
 import (
 	"errors"
 	"time"
+
+	"github.com/keelrun/keel/internal/contract"
 )
 
-// Network values of Config.Network.
+// Network values of Config.Network (the contract holds them, and the defaults below, so that the
+// configuration can name them without linking this package).
 const (
 	// NetworkNone gives the command a network namespace of its own with only a loopback device:
 	// nothing outside the sandbox, the worker's loopback included, is reachable.
-	NetworkNone = "none"
+	NetworkNone = contract.SandboxNetworkNone
 	// NetworkHost shares the worker's network: an explicit opt-in for tasks that fetch modules.
-	NetworkHost = "host"
+	NetworkHost = contract.SandboxNetworkHost
 )
 
 // CachePath is where Config.CacheDir appears inside the sandbox; GOCACHE, GOMODCACHE and GOPATH
@@ -30,10 +33,10 @@ const CachePath = "/cache"
 
 // Defaults for limits left at zero.
 const (
-	DefaultProcesses = 512
-	DefaultMemory    = 2 << 30
-	DefaultCPUTime   = 5 * time.Minute
-	DefaultFileSize  = 1 << 30
+	DefaultProcesses = contract.DefaultSandboxProcesses
+	DefaultMemory    = contract.DefaultSandboxMemory
+	DefaultCPUTime   = contract.DefaultSandboxCPUTime
+	DefaultFileSize  = contract.DefaultSandboxFileSize
 )
 
 // Config is what every sandboxed command of a worker gets.

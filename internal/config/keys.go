@@ -1,0 +1,561 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/keelrun/keel/internal/contract"
+)
+
+// Program is a set of Keel's programs, for the table's "read by" and "required by" columns: a key
+// a program requires stops that program at start when it is empty, and only that program.
+type Program uint8
+
+// Keel's programs.
+const (
+	// Worker is every program that runs sessions' model calls and tools: the worker, and the
+	// starter's run, dev, demo and selftest, which may run one in-process.
+	Worker Program = 1 << iota
+	// Starter is the starter, which starts and steers sessions through Temporal; its client
+	// commands (cancel, answer, watch and the like) call no model.
+	Starter
+	// SlackBot is the Slack bot, which turns button clicks into answers and calls no model.
+	SlackBot
+)
+
+// programNames name each Program in the docs and in messages.
+var programNames = []struct {
+	p          Program
+	name, need string
+}{
+	{Worker, "worker", "to call the model"},
+	{Starter, "starter", "by the starter"},
+	{SlackBot, "slackbot", "by the Slack bot"},
+}
+
+// String lists the programs of p, as the docs name them.
+func (p Program) String() string {
+	var names []string
+	for _, n := range programNames {
+		if p&n.p != 0 {
+			names = append(names, n.name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// need says why a key is required in p, for the one-line error: "by the Slack bot".
+func (p Program) need() string {
+	for _, n := range programNames {
+		if p&n.p != 0 {
+			return n.need
+		}
+	}
+	return ""
+}
+
+// Kind says how a key's value decodes and what it must look like.
+type Kind uint8
+
+// Kinds of keys.
+const (
+	// Text is any string.
+	Text Kind = iota
+	// Bool is true or false.
+	Bool
+	// Count is a whole number of zero or more.
+	Count
+	// Duration is a Go duration (90s, 5m, 1h); 0 or empty is zero.
+	Duration
+	// Fraction is empty (none) or a number from 0 to 1.
+	Fraction
+	// Choice is one of OneOf, compared in lower case.
+	Choice
+	// List is a YAML list, or one comma-separated string (an environment variable).
+	List
+	// Path is a file or folder, made absolute against the working directory at load time.
+	Path
+	// MiB is a whole number of mebibytes, decoded into bytes.
+	MiB
+	// Map is a map of strings to strings.
+	Map
+	// Object is structured YAML (Shape says which), set in the file only.
+	Object
+)
+
+var kindNames = [...]string{"text", "bool", "count", "duration", "fraction", "choice", "list", "path", "MiB", "map", "object"}
+
+func (k Kind) String() string { return kindNames[k] }
+
+// Setting is one row of the table of configuration keys. The loader, the command-line flags, the
+// checks each program makes, docs/configuration.md's key table and keel.example.yaml are all made
+// from these rows (go generate ./internal/config writes the last two), so a key is written once.
+type Setting struct {
+	// Name is the key as keel.yaml nests it, with dots.
+	Name string
+	Kind Kind
+	// Default is the value when nothing sets the key; a value the loader computes instead (the
+	// state folder, the Web UI link) is empty here and described by DefaultDoc.
+	Default any
+	// DefaultDoc describes the default in the docs when Default alone would not (markdown).
+	DefaultDoc string
+	// OneOf lists the values a Choice takes.
+	OneOf []string
+	// Shape says what an Object must look like, for the error when it does not.
+	Shape string
+	// Env lists environment variables read besides KEEL_<NAME> (EnvName), which wins over them.
+	Env []string
+	// Flag is the command-line flag that sets the key in FlagIn's programs; FlagUsage is its help.
+	Flag      string
+	FlagUsage string
+	FlagIn    Program
+	// ReadBy are the programs that read the key; Required those that refuse to start while it is
+	// empty, unless the Bool key Unless is true. Why ends that refusal.
+	ReadBy   Program
+	Required Program
+	Unless   string
+	Why      string
+	// Doc is the key's meaning in docs/configuration.md (markdown); Hint its comment in
+	// keel.example.yaml, "" for none ("\n" breaks a line).
+	Doc  string
+	Hint string
+	// into points at the field the value is decoded into.
+	into func(*draft) any
+}
+
+// The configuration keys. Code names a key only through these constants, so a key's name is
+// written once.
+const (
+	TemporalAddress           = "temporal.address"
+	TemporalNamespace         = "temporal.namespace"
+	TemporalTaskQueue         = "temporal.task_queue"
+	TemporalUIURL             = "temporal.ui_url"
+	TemporalTurnsPerRun       = "temporal.turns_per_run"
+	TemporalFallbackHeartbeat = "temporal.fallback_heartbeat"
+
+	DevStateDir    = "dev.state_dir"
+	DevUIPort      = "dev.ui_port"
+	DevMetricsPort = "dev.metrics_port"
+
+	GatewayProvider         = "gateway.provider"
+	GatewayBaseURL          = "gateway.base_url"
+	GatewayAPIKey           = "gateway.api_key"
+	GatewayModel            = "gateway.model"
+	GatewayFake             = "gateway.fake"
+	GatewayRetryBase        = "gateway.retry.base"
+	GatewayRetryCap         = "gateway.retry.cap"
+	GatewayRetryFixedJitter = "gateway.retry.fixed_jitter"
+	GatewayFallbacks        = "gateway.fallbacks"
+	GatewayKeys             = "gateway.keys"
+
+	LimitsMaxTurns      = "limits.max_turns"
+	LimitsMaxDuration   = "limits.max_duration"
+	LimitsMaxTokens     = "limits.max_tokens"
+	LimitsContextTokens = "limits.context_tokens"
+
+	ToolsApproval           = "tools.approval"
+	ToolsAllow              = "tools.allow"
+	ToolsDeny               = "tools.deny"
+	ToolsCommands           = "tools.commands"
+	ToolsCommandTimeout     = "tools.command_timeout"
+	ToolsApprovalTimeout    = "tools.approval_timeout"
+	ToolsOutputCap          = "tools.output_cap"
+	ToolsSandbox            = "tools.sandbox"
+	ToolsNetwork            = "tools.network"
+	ToolsSandboxCache       = "tools.sandbox_cache"
+	ToolsLimitsProcesses    = "tools.limits.processes"
+	ToolsLimitsMemoryMB     = "tools.limits.memory_mb"
+	ToolsLimitsCPUTime      = "tools.limits.cpu_time"
+	ToolsLimitsFileSizeMB   = "tools.limits.file_size_mb"
+	ToolsBreakerFailures    = "tools.breaker.failures"
+	ToolsBreakerWindow      = "tools.breaker.window"
+	ToolsBreakerCooldown    = "tools.breaker.cooldown"
+	ToolsFallbacks          = "tools.fallbacks"
+	StoreBackend            = "store.backend"
+	StorePath               = "store.path"
+	StoreDSN                = "store.dsn"
+	EscalationDeadline      = "escalation.deadline"
+	EscalationDefaultAction = "escalation.default_action"
+	EscalationChannels      = "escalation.channels"
+
+	EscalationSlackBotToken      = "escalation.slack.bot_token"
+	EscalationSlackSigningSecret = "escalation.slack.signing_secret"
+	EscalationSlackChannel       = "escalation.slack.channel"
+	EscalationSlackTeamID        = "escalation.slack.team_id"
+	EscalationSlackApprovers     = "escalation.slack.approvers"
+	EscalationSlackListen        = "escalation.slack.listen"
+	EscalationSlackAPIURL        = "escalation.slack.api_url"
+	EscalationGitHubToken        = "escalation.github.token"
+	EscalationGitHubBaseURL      = "escalation.github.base_url"
+	EscalationGitHubRepo         = "escalation.github.repo"
+	EscalationGitHubPR           = "escalation.github.pr"
+	EscalationWebhookURL         = "escalation.webhook.url"
+	EscalationWebhookSecret      = "escalation.webhook.secret"
+
+	MCPServers     = "mcp.servers"
+	MetricsAddress = "metrics.address"
+	EventsHost     = "events.host"
+)
+
+// breakerDefaults are the breaker's own defaults, reached through the contract's field so that
+// this package imports nothing of Keel's but the contract.
+var breakerDefaults = contract.ToolPolicy{}.Breaker.WithDefaults()
+
+// settings is the table, in the order of the docs and the example file (keys that share a parent
+// stay together, as the YAML nests them).
+var settings = []Setting{
+	{Name: TemporalAddress, Default: "127.0.0.1:7233", Env: []string{"TEMPORAL_ADDRESS"},
+		Flag: "temporal-address", FlagUsage: "Temporal frontend host:port", FlagIn: Starter | SlackBot, ReadBy: Worker | Starter | SlackBot,
+		Doc: "Temporal frontend", into: func(d *draft) any { return &d.Temporal.Address }},
+	{Name: TemporalNamespace, Default: "default", Env: []string{"TEMPORAL_NAMESPACE"},
+		Flag: "namespace", FlagUsage: "Temporal namespace", FlagIn: Starter | SlackBot, ReadBy: Worker | Starter | SlackBot,
+		Doc: "Temporal namespace", into: func(d *draft) any { return &d.Temporal.Namespace }},
+	{Name: TemporalTaskQueue, Default: contract.TaskQueue, ReadBy: Worker | Starter,
+		Doc: "the queue workers poll", into: func(d *draft) any { return &d.Temporal.TaskQueue }},
+	{Name: TemporalUIURL, Default: "", ReadBy: Worker | Starter,
+		DefaultDoc: "empty: `http://` + the host of `temporal.address` + `:` + `dev.ui_port`",
+		Doc:        "Web UI base, for links in the starter and in escalation notices",
+		Hint:       "Web UI base for links; empty: http://<address host>:<dev.ui_port>",
+		into:       func(d *draft) any { return &d.Temporal.UIURL }},
+	{Name: TemporalTurnsPerRun, Kind: Count, Default: 0, ReadBy: Starter,
+		Doc:  "continue a session as new every N turns (0: when the server suggests it)",
+		Hint: "continue as new every N turns; 0: when the server suggests it",
+		into: func(d *draft) any { return &d.Temporal.TurnsPerRun }},
+	{Name: TemporalFallbackHeartbeat, Kind: Duration, Default: "200ms", ReadBy: Worker,
+		Doc: "how often running model calls and tools heartbeat when the server cannot push cancellation (no worker commands; " +
+			"the worker says so at start); with worker commands they heartbeat every 15 s, for liveness only (docs/failure-handling.md)",
+		Hint: "heartbeat cadence when the server cannot push cancellation to the worker",
+		into: func(d *draft) any { return &d.Temporal.FallbackHeartbeat }},
+
+	{Name: DevStateDir, Kind: Path, Default: "", Flag: "state-dir", FlagIn: Starter, ReadBy: Worker | Starter,
+		FlagUsage:  "folder for the dev server's state and the local store, outside every work directory; default: the user's state folder",
+		DefaultDoc: "`$XDG_STATE_HOME/keel`, else `~/.local/state/keel`",
+		Doc: "dev server SQLite file, local store, demo workspaces, and `deploy/run-cluster.sh`'s files (`cluster/`); " +
+			"never inside a work directory ([below](#keels-own-files-and-the-work-directory))",
+		Hint: "dev server SQLite file, local transcript store, demo workspaces, native cluster;\n" +
+			"empty: $XDG_STATE_HOME/keel, else ~/.local/state/keel. Never inside a work directory",
+		into: func(d *draft) any { return &d.Dev.StateDir }},
+	{Name: DevUIPort, Kind: Count, Default: 8233, ReadBy: Starter,
+		Doc: "Web UI port of a dev server the starter starts", into: func(d *draft) any { return &d.Dev.UIPort }},
+	{Name: DevMetricsPort, Kind: Count, Default: 0, DefaultDoc: "`0` (off)", ReadBy: Starter,
+		Doc: "serves the started dev server's own Prometheus metrics on `127.0.0.1:PORT/metrics`, among them the `action` " +
+			"counter (docs/benchmarks.md)",
+		Hint: "the started dev server's Prometheus metrics on 127.0.0.1:PORT/metrics; 0: off",
+		into: func(d *draft) any { return &d.Dev.MetricsPort }},
+
+	{Name: GatewayProvider, Kind: Choice, OneOf: contract.Providers, Default: contract.ProviderOpenAI, ReadBy: Worker | Starter,
+		Flag: "provider", FlagIn: Starter, FlagUsage: "model provider wire format: " + strings.Join(contract.Providers, ", "),
+		Doc: "`openai` (OpenAI-compatible chat completions), `openai-responses` (OpenAI's Responses API, which carries the model's " +
+			"reasoning items between turns; see below) or `anthropic` (Messages); on `starter run` the flag sets the session's " +
+			"endpoint instead (below)",
+		Hint: "openai (any OpenAI-compatible chat completions API), openai-responses\n" +
+			"(OpenAI's Responses API, reasoning items kept between turns) or anthropic",
+		into: func(d *draft) any { return &d.Gateway.Provider }},
+	{Name: GatewayBaseURL, Default: "", DefaultDoc: "provider's", ReadBy: Worker | Starter,
+		Flag: "base-url", FlagIn: Starter,
+		FlagUsage: "the session's provider base URL, for OpenAI-compatible gateways with /v1; default: the workers' own",
+		Doc: "for OpenAI-compatible gateways (both `openai` and `openai-responses`) include `/v1`; on `starter run` the flag " +
+			"sets the session's endpoint",
+		Hint: "empty: the provider's public API", into: func(d *draft) any { return &d.Gateway.BaseURL }},
+	{Name: GatewayAPIKey, Default: "", ReadBy: Worker, Required: Worker, Unless: GatewayFake,
+		Doc:  "keep it in the environment. Sessions name it `default`; it is only ever sent to this worker's own `gateway.base_url`",
+		Hint: "better in KEEL_GATEWAY_API_KEY", into: func(d *draft) any { return &d.Gateway.APIKey }},
+	{Name: GatewayModel, Default: "gpt-4o-mini", ReadBy: Worker | Starter,
+		Flag: "model", FlagIn: Starter, FlagUsage: "model alias",
+		Doc:  "model alias sent to the provider; on `starter run` the flag sets the session's endpoint too",
+		into: func(d *draft) any { return &d.Gateway.Model }},
+	{Name: GatewayFake, Kind: Bool, Default: false, ReadBy: Worker,
+		Doc:  "use the built-in scripted gateway (the demo and `dev` always do)",
+		Hint: "true: run the built-in scripted gateway instead", into: func(d *draft) any { return &d.Gateway.Fake }},
+	{Name: GatewayRetryBase, Kind: Duration, Default: "400ms", ReadBy: Starter,
+		Doc: "backoff base", Hint: "equal-jitter backoff: window = min(cap, base*2^(attempt-1))",
+		into: func(d *draft) any { return &d.Gateway.Retry.Base }},
+	{Name: GatewayRetryCap, Kind: Duration, Default: "8s", ReadBy: Starter,
+		Doc: "backoff cap (a server's Retry-After may exceed it)", into: func(d *draft) any { return &d.Gateway.Retry.Cap }},
+	{Name: GatewayRetryFixedJitter, Kind: Fraction, Default: "", ReadBy: Worker,
+		Doc: "empty draws the jitter at random (production); a number from 0 to 1 fixes the draw in this process's workers, " +
+			"so tests can reproduce a schedule (0.5: 300, 600, 1,200 ms)",
+		Hint: "empty: random jitter (keep it so); 0 to 1 fixes the draw, for tests",
+		into: func(d *draft) any { return &d.Gateway.FixedJitter }},
+	{Name: GatewayFallbacks, Kind: Object, Default: []any{}, Shape: "a list of {provider, base_url, model, api_key_env}", ReadBy: Worker,
+		Doc: "models tried in order when the primary is down: `[{provider, base_url, model, api_key_env}]`, `provider` any of " +
+			"the three above, the key read from the named environment variable (see failure-handling.md)",
+		Hint: "tried in order when the primary is down, e.g.\n" +
+			"[{provider: anthropic, base_url: https://api.anthropic.com, model: claude-sonnet-4-5, api_key_env: ANTHROPIC_API_KEY}]",
+		into: func(d *draft) any { return &d.Gateway.Fallbacks }},
+	{Name: GatewayKeys, Kind: Object, Default: map[string]any{}, Shape: "a map of NAME: {env: VARIABLE, base_url: URL}", ReadBy: Worker,
+		Doc: "API keys sessions may name for their own endpoint (`starter run --api-key-ref NAME`): `{NAME: {env: VARIABLE, " +
+			"base_url: URL}}`, the key read from the variable, sent only to that base URL ([below](#a-sessions-model-endpoint))",
+		Hint: "keys sessions may name (starter run --api-key-ref NAME), each sent only to its base_url, e.g.\n" +
+			"{claude: {env: ANTHROPIC_API_KEY, base_url: https://api.anthropic.com}}",
+		into: func(d *draft) any { return &d.Gateway.Keys }},
+
+	{Name: LimitsMaxTurns, Kind: Count, Default: 40, ReadBy: Starter,
+		Flag: "max-turns", FlagIn: Starter, FlagUsage: "stop after this many turns",
+		Doc: "0 means no limit", into: func(d *draft) any { return &d.Limits.MaxTurns }},
+	{Name: LimitsMaxDuration, Kind: Duration, Default: "30m", ReadBy: Starter,
+		Flag: "max-duration", FlagIn: Starter, FlagUsage: "stop after this much time, e.g. 90s",
+		Doc: "a workflow timer raced against every turn", into: func(d *draft) any { return &d.Limits.MaxDuration }},
+	{Name: LimitsMaxTokens, Kind: Count, Default: 500000, ReadBy: Starter,
+		Flag: "max-tokens", FlagIn: Starter, FlagUsage: "stop once this many tokens were used",
+		Doc: "input + output tokens as the provider reports them", into: func(d *draft) any { return &d.Limits.MaxTokens }},
+	{Name: LimitsContextTokens, Kind: Count, Default: 0, DefaultDoc: "`0` (off)", ReadBy: Starter,
+		Flag: "context-tokens", FlagIn: Starter, FlagUsage: "summarise the oldest turns once a model call's input nears this many tokens",
+		Doc: "the model's context window: when a model call's input reaches 80 % of it, the oldest turns are summarised for " +
+			"later calls (the full transcript is kept; see [architecture.md](architecture.md#compaction)). Not a hard limit",
+		Hint: "the model's context window: at 80 % the oldest turns are summarised; 0 never",
+		into: func(d *draft) any { return &d.Limits.ContextTokens }},
+
+	{Name: ToolsApproval, Kind: Choice, OneOf: []string{"never", "writes", "always"}, Default: "never", ReadBy: Starter,
+		Doc: "which tool calls wait for a person's approval", into: func(d *draft) any { return &d.Tools.Approval }},
+	{Name: ToolsAllow, Kind: List, Default: []string{}, ReadBy: Starter,
+		Doc: "tools that never need approval", into: func(d *draft) any { return &d.Tools.Allow }},
+	{Name: ToolsDeny, Kind: List, Default: []string{}, ReadBy: Starter,
+		Doc: "tools that are refused (a refusal escalates as a policy violation)", into: func(d *draft) any { return &d.Tools.Deny }},
+	{Name: ToolsCommands, Kind: List, Default: []string{}, ReadBy: Starter,
+		Doc: "programs `run_command` may start; empty allows any", Hint: "programs run_command may start; empty allows any",
+		into: func(d *draft) any { return &d.Tools.Commands }},
+	{Name: ToolsCommandTimeout, Kind: Duration, Default: "60s", ReadBy: Starter,
+		Doc: "one command's limit; then its process group is stopped", into: func(d *draft) any { return &d.Tools.CommandTimeout }},
+	{Name: ToolsApprovalTimeout, Kind: Duration, Default: "10m", ReadBy: Starter,
+		Doc: "an approval not given by then is a denial", into: func(d *draft) any { return &d.Tools.ApprovalTimeout }},
+	{Name: ToolsOutputCap, Kind: Count, Default: 16384, ReadBy: Worker,
+		Doc: "bytes of command output kept; the result says what was cut", into: func(d *draft) any { return &d.OutputCap }},
+	{Name: ToolsSandbox, Kind: Choice, OneOf: []string{"on", "off", "true", "false"}, Default: "on", ReadBy: Worker | Starter,
+		Doc: "`on` runs every `run_command` in the sandbox (see [tools.md](tools.md#the-sandbox)); `off` runs commands " +
+			"unconfined, as the worker's user, with its files and network: **unsafe**, for systems whose kernel refuses user " +
+			"namespaces (`true` and `false` mean the same)",
+		Hint: "on | off (off runs commands unconfined: unsafe)", into: func(d *draft) any { return &d.sandboxMode }},
+	{Name: ToolsNetwork, Kind: Choice, OneOf: []string{contract.SandboxNetworkNone, contract.SandboxNetworkHost},
+		Default: contract.SandboxNetworkNone, ReadBy: Worker,
+		Doc: "`none`: a command's network namespace has only its own loopback; `host`: the worker's network (explicit opt-in, " +
+			"e.g. for tasks that fetch modules)",
+		Hint: "none | host (host lets commands reach the network, loopback included)",
+		into: func(d *draft) any { return &d.sandbox.Network }},
+	{Name: ToolsSandboxCache, Kind: Path, Default: "", DefaultDoc: "`<user cache>/keel/sandbox`", ReadBy: Worker | Starter,
+		Doc: "folder mounted read-write at `/cache` inside the sandbox for Go's build and module caches; a folder of its own " +
+			"([below](#keels-own-files-and-the-work-directory))",
+		Hint: "empty: <user cache>/keel/sandbox, mounted at /cache for Go's caches; a folder of its\n" +
+			"own (not a system folder, the home folder, or above the work directory or state)",
+		into: func(d *draft) any { return &d.sandbox.CacheDir }},
+	{Name: ToolsLimitsProcesses, Kind: Count, Default: contract.DefaultSandboxProcesses, ReadBy: Worker,
+		Doc: "processes and threads alive at once in one command, counted per sandbox (and by its cgroup where the worker " +
+			"has one); a worker that is not root gives each command a share of what its own user may still start",
+		into: func(d *draft) any { return &d.sandbox.Processes }},
+	{Name: ToolsLimitsMemoryMB, Kind: MiB, Default: contract.DefaultSandboxMemory >> 20, ReadBy: Worker,
+		Doc: "memory of one command as a whole, shared memory and `/tmp` included, where the worker has a cgroup for it; " +
+			"in any case what each of its processes may write to (heap and other private mappings); also the size of its `/tmp`",
+		Hint: "per command where there is a cgroup, else per process; also the size of its /tmp",
+		into: func(d *draft) any { return &d.sandbox.Memory }},
+	{Name: ToolsLimitsCPUTime, Kind: Duration, Default: contract.DefaultSandboxCPUTime, ReadBy: Worker,
+		Doc: "CPU time each process of a command may use", Hint: "per process",
+		into: func(d *draft) any { return &d.sandbox.CPUTime }},
+	{Name: ToolsLimitsFileSizeMB, Kind: MiB, Default: contract.DefaultSandboxFileSize >> 20, ReadBy: Worker,
+		Doc: "largest file a command may write", into: func(d *draft) any { return &d.sandbox.FileSize }},
+	{Name: ToolsBreakerFailures, Kind: Count, Default: breakerDefaults.Failures, ReadBy: Starter,
+		Doc:  "an MCP server's breaker opens after that many failures within `tools.breaker.window`",
+		into: func(d *draft) any { return &d.Tools.Breaker.Failures }},
+	{Name: ToolsBreakerWindow, Kind: Duration, Default: breakerDefaults.Window, ReadBy: Starter,
+		Doc: "how long a failure counts towards `tools.breaker.failures`", into: func(d *draft) any { return &d.Tools.Breaker.Window }},
+	{Name: ToolsBreakerCooldown, Kind: Duration, Default: breakerDefaults.Cooldown, ReadBy: Starter,
+		Doc: "how long an open breaker refuses calls before it lets one probe through", Hint: "then one probe is let through",
+		into: func(d *draft) any { return &d.Tools.Breaker.Cooldown }},
+	{Name: ToolsFallbacks, Kind: Map, Default: map[string]string{}, ReadBy: Starter,
+		Doc:  "tool → tool offered while the first one's breaker is open, e.g. `{flaky_lookup: read_file}`",
+		Hint: "e.g. {flaky_lookup: read_file}: offered while a breaker is open",
+		into: func(d *draft) any { return &d.Tools.Fallbacks }},
+
+	{Name: StoreBackend, Kind: Choice, OneOf: []string{"file", "postgres"}, Default: "file", ReadBy: Worker | Starter,
+		Doc: "where transcripts are kept", Hint: "file (under dev.state_dir/store) or postgres",
+		into: func(d *draft) any { return &d.Store.Backend }},
+	{Name: StorePath, Kind: Path, Default: "", DefaultDoc: "`<state_dir>/store`", ReadBy: Worker | Starter,
+		Doc: "folder of the file store", into: func(d *draft) any { return &d.Store.Path }},
+	{Name: StoreDSN, Default: "", ReadBy: Worker | Starter,
+		Doc: "PostgreSQL connection string, required for `postgres`", Hint: "postgres://user@host:5432/db",
+		into: func(d *draft) any { return &d.Store.DSN }},
+
+	{Name: EscalationDeadline, Kind: Duration, Default: "30m", ReadBy: Starter,
+		Doc: "how long an escalation waits", into: func(d *draft) any { return &d.Escalation.Deadline }},
+	{Name: EscalationDefaultAction, Kind: Choice, OneOf: []string{contract.ActionAbort, contract.ActionRetry},
+		Default: contract.ActionAbort, ReadBy: Starter,
+		Doc: "taken at the deadline", Hint: "abort | retry, taken at the deadline",
+		into: func(d *draft) any { return &d.Escalation.DefaultAction }},
+	{Name: EscalationChannels, Kind: List, Default: []string{}, ReadBy: Worker | Starter,
+		Doc:  "`slack`, `github`, `webhook`; notified in order across the deadline (docs/escalation.md)",
+		Hint: "slack, github, webhook, notified in order across the deadline",
+		into: func(d *draft) any { return &d.Escalation.Channels }},
+	{Name: EscalationSlackBotToken, Default: "", ReadBy: Worker | SlackBot, Required: SlackBot,
+		Doc:  "the Slack app's bot token (`xoxb-…`): the worker posts notices with it, the bot rewrites them",
+		into: func(d *draft) any { return &d.Escalation.Slack.BotToken }},
+	{Name: EscalationSlackSigningSecret, Default: "", ReadBy: SlackBot, Required: SlackBot,
+		Doc:  "the Slack app's signing secret: the bot refuses any request not signed with it",
+		into: func(d *draft) any { return &d.Escalation.Slack.SigningSecret }},
+	{Name: EscalationSlackChannel, Default: "", ReadBy: Worker,
+		Doc: "the channel ID (`C…`) notices are posted to", into: func(d *draft) any { return &d.Escalation.Slack.Channel }},
+	{Name: EscalationSlackTeamID, Default: "", ReadBy: SlackBot, Required: SlackBot,
+		Flag: "team", FlagIn: SlackBot, FlagUsage: "Slack team ID whose requests are accepted",
+		Doc:  "the Slack team (`T…`) whose requests the bot accepts; any other workspace is refused",
+		into: func(d *draft) any { return &d.Escalation.Slack.TeamID }},
+	{Name: EscalationSlackApprovers, Kind: List, Default: []string{}, ReadBy: SlackBot, Required: SlackBot, Why: "nobody could answer",
+		Flag: "approvers", FlagIn: SlackBot, FlagUsage: "comma-separated Slack user IDs allowed to answer",
+		Doc:  "Slack member IDs (`U…`) who may answer, stop or ask for status; nobody else may",
+		into: func(d *draft) any { return &d.Escalation.Slack.Approvers }},
+	{Name: EscalationSlackListen, Default: "127.0.0.1:3000", ReadBy: SlackBot,
+		Flag: "listen", FlagIn: SlackBot, FlagUsage: "listen address",
+		Doc:  "address the bot serves Slack's requests on; `0.0.0.0:3000` in a container",
+		into: func(d *draft) any { return &d.Escalation.Slack.Listen }},
+	{Name: EscalationSlackAPIURL, Default: "", ReadBy: Worker | SlackBot,
+		Flag: "slack-api-url", FlagIn: SlackBot, FlagUsage: "Slack Web API base URL override",
+		Doc:  "Slack's Web API base URL, only to point at a proxy or a test server",
+		into: func(d *draft) any { return &d.Escalation.Slack.APIURL }},
+	{Name: EscalationGitHubToken, Default: "", ReadBy: Worker,
+		Doc: "a token that may read the pull request and write issue comments and labels", into: func(d *draft) any { return &d.Escalation.GitHub.Token }},
+	{Name: EscalationGitHubBaseURL, Default: "https://api.github.com", ReadBy: Worker,
+		Doc: "GitHub's API; GitHub Enterprise Server: `https://HOST/api/v3`", into: func(d *draft) any { return &d.Escalation.GitHub.BaseURL }},
+	{Name: EscalationGitHubRepo, Default: "", ReadBy: Worker,
+		Doc: "`owner/name` of the pull request's repository", Hint: "owner/name", into: func(d *draft) any { return &d.Escalation.GitHub.Repo }},
+	{Name: EscalationGitHubPR, Kind: Count, Default: 0, ReadBy: Worker,
+		Doc: "the pull request number commented on", into: func(d *draft) any { return &d.Escalation.GitHub.PR }},
+	{Name: EscalationWebhookURL, Default: "", ReadBy: Worker,
+		Doc: "where the escalation record is POSTed as JSON", into: func(d *draft) any { return &d.Escalation.Webhook.URL }},
+	{Name: EscalationWebhookSecret, Default: "", ReadBy: Worker,
+		Doc: "key of the HMAC-SHA256 signature header", into: func(d *draft) any { return &d.Escalation.Webhook.Secret }},
+
+	{Name: MCPServers, Kind: Object, Default: []any{}, Shape: "a list of {name, command: [...]} or {name, url}", ReadBy: Worker,
+		Doc:  "MCP servers whose tools sessions get: `{name, command: [...], env: [...]}` (stdio) or `{name, url}` (streamable HTTP)",
+		Hint: "e.g. [{name: docs, command: [docs-mcp, --stdio]}, {name: search, url: http://127.0.0.1:8931/mcp}]",
+		into: func(d *draft) any { return &d.MCP }},
+	{Name: MetricsAddress, Default: "", ReadBy: Worker,
+		Doc: "serve Prometheus metrics here, e.g. `127.0.0.1:9464`", Hint: "e.g. 127.0.0.1:9464 serves /metrics",
+		into: func(d *draft) any { return &d.Metrics.Address }},
+	{Name: EventsHost, Default: "127.0.0.1", ReadBy: Starter,
+		Doc: "address the starter listens on for live events", Hint: "where the starter listens for live events from workers",
+		into: func(d *draft) any { return &d.Events.Host }},
+}
+
+// groupHints are the example file's comments on a parent of several keys.
+var groupHints = map[string]string{
+	"tools.limits":  "per command, in its sandbox",
+	"tools.breaker": "per MCP server: opens after `failures` within `window`",
+}
+
+// GroupHint is the example file's comment on a parent of several keys, "" for none.
+func GroupHint(parent string) string { return groupHints[parent] }
+
+// byName indexes the table.
+var byName = func() map[string]*Setting {
+	m := make(map[string]*Setting, len(settings))
+	for i := range settings {
+		m[settings[i].Name] = &settings[i]
+	}
+	return m
+}()
+
+// Settings returns the table of keys, in its order, for the generator of the docs and the example.
+func Settings() []Setting { return slices.Clone(settings) }
+
+// Lookup returns the row of a key.
+func Lookup(key string) (Setting, bool) {
+	s, ok := byName[key]
+	if !ok {
+		return Setting{}, false
+	}
+	return *s, true
+}
+
+// Keys lists every configuration key, sorted.
+func Keys() []string {
+	keys := make([]string, 0, len(settings))
+	for _, s := range settings {
+		keys = append(keys, s.Name)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// known says whether a key read from the file is in the table: a key itself, or an entry below
+// a map-valued one (tools.fallbacks.NAME, gateway.keys.NAME.env).
+func known(key string) bool {
+	if _, ok := byName[key]; ok {
+		return true
+	}
+	for _, s := range settings {
+		if s.isMap() && strings.HasPrefix(key, s.Name+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// isMap says whether the key's value is a map, whose entries the file names freely.
+func (s Setting) isMap() bool {
+	switch s.Default.(type) {
+	case map[string]any, map[string]string:
+		return true
+	}
+	return false
+}
+
+// DefaultValue is the default as a person would write it: "" for none, 5m for five minutes, []
+// for an empty list, {} for an empty map.
+func (s Setting) DefaultValue() string {
+	switch d := s.Default.(type) {
+	case string:
+		return d
+	case time.Duration:
+		return formatDuration(d)
+	case []string, []any:
+		return "[]"
+	case map[string]any, map[string]string:
+		return "{}"
+	}
+	return fmt.Sprint(s.Default)
+}
+
+// formatDuration writes d as a person would (5m, 1h30m, 200ms) rather than as Go does (5m0s).
+func formatDuration(d time.Duration) string {
+	t := d.String()
+	if strings.HasSuffix(t, "m0s") {
+		t = strings.TrimSuffix(t, "0s")
+	}
+	if strings.HasSuffix(t, "h0m") {
+		t = strings.TrimSuffix(t, "0m")
+	}
+	return t
+}
+
+// EnvName is the environment variable that sets a key: KEEL_ and the key in upper case with
+// underscores for dots (gateway.api_key is KEEL_GATEWAY_API_KEY).
+func EnvName(key string) string {
+	return "KEEL_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// EnvNames are every environment variable that sets s, the one that wins first.
+func (s Setting) EnvNames() []string {
+	return append([]string{EnvName(s.Name)}, s.Env...)
+}
+
+// AddFlags registers the command-line flags of keys on fs, with their help taken from the table;
+// Load applies the ones a command line sets. A key without a flag is a mistake in the caller.
+func AddFlags(fs *pflag.FlagSet, keys ...string) {
+	for _, key := range keys {
+		s, ok := byName[key]
+		if !ok || s.Flag == "" {
+			panic(fmt.Sprintf("config: %s has no command-line flag in the key table", key))
+		}
+		fs.String(s.Flag, "", s.flagHelp())
+	}
+}
+
+// flagHelp is a flag's help: what it sets, the key and variable that set the same, and the default.
+func (s Setting) flagHelp() string {
+	h := s.FlagUsage + " (" + s.Name + ", env " + strings.Join(s.EnvNames(), " or ")
+	if d := s.DefaultValue(); d != "" {
+		h += ", default " + d
+	}
+	return h + ")"
+}
