@@ -124,13 +124,6 @@ func TestUnknownKeyInFile(t *testing.T) {
 	}
 }
 
-func TestExampleFileHasEveryKey(t *testing.T) {
-	_, err := Load(filepath.Join("..", "..", "keel.example.yaml"), nil, map[string]any{GatewayFake: true})
-	if err != nil {
-		t.Fatalf("the committed example does not load: %v", err)
-	}
-}
-
 // TestFallbacks: gateway.fallbacks reads an ordered list whose keys come from the environment, and
 // an entry that could not work is refused with a message naming it.
 func TestFallbacks(t *testing.T) {

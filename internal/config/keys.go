@@ -11,6 +11,8 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 )
 
+//go:generate go run ./genconfig
+
 // Program is a set of Keel's programs, for the table's "read by" and "required by" columns: a key
 // a program requires stops that program at start when it is empty, and only that program.
 type Program uint8

@@ -4,12 +4,14 @@ import (
 	"go/parser"
 	"go/token"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
 )
 
 // TestTableIsWellFormed: every row of the key table says what the docs and the loader need, and the
@@ -184,6 +186,38 @@ func TestRequiredPerProgram(t *testing.T) {
 				t.Fatalf("more than one line: %q", err)
 			}
 		})
+	}
+}
+
+// TestExampleIsTheDefaults: keel.example.yaml sets every key of the table, to its default: loading
+// it gives the configuration that loading nothing gives.
+func TestExampleIsTheDefaults(t *testing.T) {
+	example, err := filepath.Abs(filepath.Join("..", "..", "keel.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	isolate(t)
+	v := viper.New()
+	v.SetConfigFile(example)
+	if err := v.ReadInConfig(); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range Keys() {
+		if !v.InConfig(key) {
+			t.Errorf("keel.example.yaml does not set %s", key)
+		}
+	}
+	fromFile, err := Load(example, nil, map[string]any{GatewayFake: true})
+	if err != nil {
+		t.Fatalf("the example does not load: %v", err)
+	}
+	none, err := Load("", nil, map[string]any{GatewayFake: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromFile.File = ""
+	if !reflect.DeepEqual(fromFile, none) {
+		t.Fatalf("the example's values are not the defaults:\n%+v\n%+v", fromFile, none)
 	}
 }
 
