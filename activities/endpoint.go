@@ -3,6 +3,7 @@ package activities
 import (
 	"strings"
 
+	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/gateway"
 )
@@ -55,13 +56,13 @@ func reword(route gateway.Route, msg string) string {
 	}
 	var pairs []string
 	if ep.BaseURL != "" {
-		pairs = append(pairs, "gateway.base_url", "the session's base URL (starter run --base-url)")
+		pairs = append(pairs, config.GatewayBaseURL, "the session's base URL (starter run --base-url)")
 	}
 	if ep.Model != "" {
-		pairs = append(pairs, "gateway.model", "the session's model (starter run --model)")
+		pairs = append(pairs, config.GatewayModel, "the session's model (starter run --model)")
 	}
 	if ep.BaseURL != "" || ep.Key != "" {
-		pairs = append(pairs, "gateway.api_key", "the session's key (starter run --api-key-ref, declared in the worker's gateway.keys)")
+		pairs = append(pairs, config.GatewayAPIKey, "the session's key (starter run --api-key-ref, declared in the worker's gateway.keys)")
 	}
 	if len(pairs) == 0 {
 		return msg

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/keelrun/keel/activities"
+	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
 	"github.com/keelrun/keel/internal/events"
@@ -81,9 +82,9 @@ func TestCallModelServesSessionEndpoint(t *testing.T) {
 		{name: "a gateway no key is declared for: none sent", ep: &contract.Endpoint{BaseURL: third.srv.URL + "/v1"},
 			gw: third, wantKey: "", wantModel: "openai/gpt-session"},
 		{name: "the worker's key named for a foreign host", ep: &contract.Endpoint{BaseURL: third.srv.URL + "/v1", Key: "default"},
-			wantClass: contract.ClassEndpoint, wantIn: []string{"gateway.api_key", "only to its own base URL"}},
+			wantClass: contract.ClassEndpoint, wantIn: []string{config.GatewayAPIKey, "only to its own base URL"}},
 		{name: "an undeclared key", ep: &contract.Endpoint{BaseURL: third.srv.URL + "/v1", Key: "home"},
-			wantClass: contract.ClassEndpoint, wantIn: []string{`"home" is not declared`, "gateway.keys"}},
+			wantClass: contract.ClassEndpoint, wantIn: []string{`"home" is not declared`, config.GatewayKeys}},
 		{name: "an unknown provider", ep: &contract.Endpoint{Provider: "bedrock"},
 			wantClass: contract.ClassEndpoint, wantIn: []string{"bedrock", "--provider"}},
 		{name: "an unreachable host", ep: &contract.Endpoint{BaseURL: "http://no-such-host.invalid/v1"},

@@ -27,23 +27,23 @@ func TestRunToolRefusesWorkdirWithWorkerFiles(t *testing.T) {
 		refused bool
 	}{
 		{name: "a work directory of its own", refused: false, setup: func(t *testing.T, _ string) (string, map[string]any) {
-			return "", map[string]any{"dev.state_dir": t.TempDir()}
+			return "", map[string]any{config.DevStateDir: t.TempDir()}
 		}},
 		{name: "the state folder inside", refused: true, setup: func(_ *testing.T, wd string) (string, map[string]any) {
-			return "", map[string]any{"dev.state_dir": filepath.Join(wd, ".keel")}
+			return "", map[string]any{config.DevStateDir: filepath.Join(wd, ".keel")}
 		}},
 		{name: "the store inside", refused: true, setup: func(t *testing.T, wd string) (string, map[string]any) {
-			return "", map[string]any{"dev.state_dir": t.TempDir(), "store.path": filepath.Join(wd, "sub", "store")}
+			return "", map[string]any{config.DevStateDir: t.TempDir(), config.StorePath: filepath.Join(wd, "sub", "store")}
 		}},
 		{name: "the configuration file inside", refused: true, setup: func(t *testing.T, wd string) (string, map[string]any) {
 			file := filepath.Join(wd, "keel.yaml")
 			if err := os.WriteFile(file, []byte("gateway:\n  fake: true\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			return file, map[string]any{"dev.state_dir": t.TempDir()}
+			return file, map[string]any{config.DevStateDir: t.TempDir()}
 		}},
 		{name: "in the sandbox cache", refused: true, setup: func(t *testing.T, wd string) (string, map[string]any) {
-			return "", map[string]any{"dev.state_dir": t.TempDir(), "tools.sandbox_cache": filepath.Dir(wd)}
+			return "", map[string]any{config.DevStateDir: t.TempDir(), config.ToolsSandboxCache: filepath.Dir(wd)}
 		}},
 	}
 	for _, c := range cases {
@@ -57,7 +57,7 @@ func TestRunToolRefusesWorkdirWithWorkerFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			file, overrides := c.setup(t, workdir)
-			overrides["gateway.fake"] = true
+			overrides[config.GatewayFake] = true
 			cfg, err := config.Load(file, nil, overrides)
 			if err != nil {
 				t.Fatal(err)

@@ -4,9 +4,6 @@ package deploy
 
 import (
 	"context"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"net/url"
 	"os"
 	"os/exec"
@@ -169,49 +166,16 @@ func deref(s *string) string {
 	return *s
 }
 
-// envName is the environment variable config.Load reads for a key: store.dsn is KEEL_STORE_DSN.
-func envName(key string) string {
-	return "KEEL_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
-}
-
-// slackbotEnv lists the KEEL_* variables the Slack bot reads, taken from its source: it has its own
-// names (KEEL_SLACK_*) rather than the escalation.slack.* configuration keys.
-func slackbotEnv(t *testing.T) map[string]bool {
-	t.Helper()
-	files, err := filepath.Glob("../cmd/slackbot/*.go")
-	require.NoError(t, err)
-	name := regexp.MustCompile(`^KEEL_[A-Z0-9_]+$`)
-	out := map[string]bool{}
-	fset := token.NewFileSet()
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
-		require.NoError(t, err)
-		ast.Inspect(file, func(n ast.Node) bool {
-			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-				if s, err := strconv.Unquote(lit.Value); err == nil && name.MatchString(s) {
-					out[s] = true
-				}
-			}
-			return true
-		})
-	}
-	require.NotEmpty(t, out, "found no KEEL_* names in the slackbot's source")
-	return out
-}
-
 // TestComposeKeelVariablesAreConfigKeys guards against a compose file that sets a variable no
-// binary reads: every KEEL_* variable must be a configuration key (or, for the Slack bot, one of the
-// names it reads).
+// binary reads: every KEEL_* variable must be one the key table names (the Slack bot's included).
 func TestComposeKeelVariablesAreConfigKeys(t *testing.T) {
 	p := loadProject(t)
 	known := map[string]bool{}
-	for _, k := range config.Keys() {
-		known[envName(k)] = true
+	for _, s := range config.Settings() {
+		for _, env := range s.EnvNames() {
+			known[env] = true
+		}
 	}
-	bot := slackbotEnv(t)
 	seen := 0
 	for name, s := range p.Services {
 		for v := range s.Environment {
@@ -219,8 +183,7 @@ func TestComposeKeelVariablesAreConfigKeys(t *testing.T) {
 				continue
 			}
 			seen++
-			ok := known[v] || (name == "slackbot" && bot[v])
-			assert.True(t, ok, "service %s sets %s, which is no configuration key", name, v)
+			assert.True(t, known[v], "service %s sets %s, which is no configuration key", name, v)
 		}
 	}
 	assert.Greater(t, seen, 10, "expected the Keel services to be configured through KEEL_* variables")

@@ -16,7 +16,7 @@ import (
 func main() {
 	configPath := flag.String("config", "", config.FileHelp)
 	flag.Parse()
-	cfg, err := config.Load(*configPath, nil, nil)
+	cfg, err := config.LoadFor(config.Worker, *configPath, nil, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(2)

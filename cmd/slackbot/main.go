@@ -19,36 +19,8 @@ import (
 	"github.com/keelrun/keel/internal/config"
 )
 
-// Configuration keys the bot reads, and the environment variables that set them.
-const (
-	keySecret    = "escalation.slack.signing_secret"
-	keyToken     = "escalation.slack.bot_token"
-	keyTeam      = "escalation.slack.team_id"
-	keyApprovers = "escalation.slack.approvers"
-	keyListen    = "escalation.slack.listen"
-	keyAPIURL    = "escalation.slack.api_url"
-
-	envSecret    = "KEEL_ESCALATION_SLACK_SIGNING_SECRET"
-	envToken     = "KEEL_ESCALATION_SLACK_BOT_TOKEN"
-	envTeam      = "KEEL_ESCALATION_SLACK_TEAM_ID"
-	envApprovers = "KEEL_ESCALATION_SLACK_APPROVERS"
-	envListen    = "KEEL_ESCALATION_SLACK_LISTEN"
-	envAPIURL    = "KEEL_ESCALATION_SLACK_API_URL"
-	envTemporal  = "KEEL_TEMPORAL_ADDRESS"
-	envNamespace = "KEEL_TEMPORAL_NAMESPACE"
-)
-
 // exitConfig is the exit code of a configuration mistake.
 const exitConfig = 2
-
-// flagKeys maps the bot's own flags to configuration keys; temporal-address and namespace are
-// mapped by config.Load itself.
-var flagKeys = map[string]string{
-	"listen":        keyListen,
-	"team":          keyTeam,
-	"approvers":     keyApprovers,
-	"slack-api-url": keyAPIURL,
-}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -85,12 +57,8 @@ func newCommand(stderr io.Writer) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.String("config", "", config.FileHelp)
-	f.String("listen", "", "listen address (key "+keyListen+", env "+envListen+", default "+escalation.DefaultSlackListen+")")
-	f.String("team", "", "Slack team ID whose requests are accepted (key "+keyTeam+", env "+envTeam+")")
-	f.String("approvers", "", "comma-separated Slack user IDs allowed to answer (key "+keyApprovers+", env "+envApprovers+")")
-	f.String("slack-api-url", "", "Slack Web API base URL override (key "+keyAPIURL+", env "+envAPIURL+")")
-	f.String("temporal-address", "", "Temporal frontend host:port (env "+envTemporal+" or TEMPORAL_ADDRESS, default "+escalation.DefaultTemporalAddress+")")
-	f.String("namespace", "", "Temporal namespace (env "+envNamespace+" or TEMPORAL_NAMESPACE, default "+escalation.DefaultNamespace+")")
+	config.AddFlags(f, config.EscalationSlackListen, config.EscalationSlackTeamID, config.EscalationSlackApprovers,
+		config.EscalationSlackAPIURL, config.TemporalAddress, config.TemporalNamespace)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := loadConfig(cmd)
 		if err != nil {
@@ -103,17 +71,11 @@ func newCommand(stderr io.Writer) *cobra.Command {
 }
 
 // loadConfig reads the configuration the way the worker does (file, environment, flags, in
-// rising precedence) and checks what the bot cannot run without. The bot calls no model, so the
-// gateway is declared fake to spare it the gateway's required keys.
+// rising precedence) as the Slack bot's: the key table says what the bot cannot run without
+// (secret, token, team, approvers), and the bot, which calls no model, needs no provider's key.
 func loadConfig(cmd *cobra.Command) (escalation.BotConfig, error) {
-	overrides := map[string]any{"gateway.fake": true}
-	for flag, key := range flagKeys {
-		if f := cmd.Flags().Lookup(flag); f != nil && f.Changed {
-			overrides[key] = f.Value.String()
-		}
-	}
 	path, _ := cmd.Flags().GetString("config")
-	c, err := config.Load(path, cmd.Flags(), overrides)
+	c, err := config.LoadFor(config.SlackBot, path, cmd.Flags(), nil)
 	if err != nil {
 		return escalation.BotConfig{}, err
 	}
@@ -123,28 +85,5 @@ func loadConfig(cmd *cobra.Command) (escalation.BotConfig, error) {
 		Approvers: s.Approvers, SlackAPIURL: s.APIURL,
 		TemporalAddress: c.Temporal.Address, Namespace: c.Temporal.Namespace,
 	}
-	switch {
-	case cfg.SigningSecret == "":
-		return cfg, missing(keySecret, envSecret, "")
-	case cfg.BotToken == "":
-		return cfg, missing(keyToken, envToken, "")
-	case cfg.TeamID == "":
-		return cfg, missing(keyTeam, envTeam, "--team")
-	case len(cfg.Approvers) == 0:
-		return cfg, missing(keyApprovers, envApprovers, "--approvers")
-	}
 	return cfg, nil
-}
-
-// missing is the configuration error for a key the bot needs, naming how to set it.
-func missing(key, env, flag string) error {
-	how := "set " + env
-	if flag != "" {
-		how += " or " + flag
-	}
-	msg := "required by the Slack bot (" + how + ")"
-	if key == keyApprovers {
-		msg += ": nobody could answer"
-	}
-	return &config.Error{Key: key, Msg: msg}
 }

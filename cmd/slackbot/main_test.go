@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +16,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keelrun/keel/escalation"
+	"github.com/keelrun/keel/internal/config"
+)
+
+// The environment variables of the keys the bot reads, as the key table names them.
+var (
+	envSecret    = config.EnvName(config.EscalationSlackSigningSecret)
+	envToken     = config.EnvName(config.EscalationSlackBotToken)
+	envTeam      = config.EnvName(config.EscalationSlackTeamID)
+	envApprovers = config.EnvName(config.EscalationSlackApprovers)
+	envListen    = config.EnvName(config.EscalationSlackListen)
+	envAPIURL    = config.EnvName(config.EscalationSlackAPIURL)
+	envTemporal  = config.EnvName(config.TemporalAddress)
+	envNamespace = config.EnvName(config.TemporalNamespace)
 )
 
 // setEnv gives the test a clean configuration environment (no keel.yaml, no stray Temporal
@@ -51,11 +65,11 @@ func TestRunConfigErrors(t *testing.T) {
 		env     map[string]string
 		wantKey []string
 	}{
-		{"secret", without(fullEnv(), envSecret), []string{"escalation.slack.signing_secret", envSecret}},
-		{"token", without(fullEnv(), envToken), []string{"escalation.slack.bot_token", envToken}},
-		{"team", without(fullEnv(), envTeam), []string{"escalation.slack.team_id", envTeam, "--team"}},
-		{"approvers", without(fullEnv(), envApprovers), []string{"escalation.slack.approvers", envApprovers, "nobody could answer"}},
-		{"bad value elsewhere in the configuration", with(fullEnv(), "KEEL_ESCALATION_DEADLINE", "soon"), []string{"escalation.deadline"}},
+		{"secret", without(fullEnv(), envSecret), []string{config.EscalationSlackSigningSecret, envSecret}},
+		{"token", without(fullEnv(), envToken), []string{config.EscalationSlackBotToken, envToken}},
+		{"team", without(fullEnv(), envTeam), []string{config.EscalationSlackTeamID, envTeam, "--team"}},
+		{"approvers", without(fullEnv(), envApprovers), []string{config.EscalationSlackApprovers, envApprovers, "nobody could answer"}},
+		{"bad value elsewhere in the configuration", with(fullEnv(), "KEEL_ESCALATION_DEADLINE", "soon"), []string{config.EscalationDeadline}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -141,5 +155,17 @@ func TestLoadConfig(t *testing.T) {
 			require.NoError(t, err)
 			tt.check(t, c)
 		})
+	}
+}
+
+// TestLinksNoSandbox: the bot links neither the sandbox (whose init would make it a sandbox init)
+// nor the gateway: the configuration it reads depends on nothing of Keel's but the contract.
+func TestLinksNoSandbox(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, dep := range strings.Fields(string(out)) {
+		for _, banned := range []string{"/internal/tools/sandbox", "/internal/gateway", "/internal/tools/mcp"} {
+			assert.False(t, strings.HasSuffix(dep, banned), "the Slack bot links %s", dep)
+		}
 	}
 }

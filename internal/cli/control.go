@@ -24,7 +24,7 @@ func withClient(g *globals, cmd *cobra.Command, f func(ctx context.Context, c cl
 // withConfig is withClient for commands that also need the configuration.
 func withConfig(g *globals, cmd *cobra.Command, f func(ctx context.Context, cfg config.Config, c client.Client) error) error {
 	// These commands talk to Temporal only; no provider key is needed.
-	cfg, err := g.load(cmd, map[string]any{"gateway.fake": true})
+	cfg, err := g.loadFor(cmd, config.Starter, nil)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/keelrun/keel/internal/app"
 	"github.com/keelrun/keel/internal/config"
-	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/demo"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
 	"github.com/keelrun/keel/internal/devkit/flakymcp/flaky"
@@ -28,13 +27,8 @@ var InjectModes = fakegw.Modes
 const demoTask = "The tests of the Go package in the work directory fail. Find the bug, fix it, and make `go test ./...` pass."
 
 func addLimitFlags(cmd *cobra.Command) {
-	f := cmd.Flags()
-	f.String("max-turns", "", "stop after this many turns (limits.max_turns)")
-	f.String("max-duration", "", "stop after this much time, e.g. 90s (limits.max_duration)")
-	f.String("max-tokens", "", "stop once this many tokens were used (limits.max_tokens)")
-	f.String("context-tokens", "", "summarise the oldest turns once a model call's input nears this many tokens (limits.context_tokens)")
-	f.String("provider", "", "model provider wire format: "+strings.Join(contract.Providers, ", ")+" (gateway.provider)")
-	f.String("model", "", "model alias (gateway.model)")
+	config.AddFlags(cmd.Flags(), config.LimitsMaxTurns, config.LimitsMaxDuration, config.LimitsMaxTokens, config.LimitsContextTokens,
+		config.GatewayProvider, config.GatewayModel)
 }
 
 func demoCmd(g *globals) *cobra.Command {
@@ -51,7 +45,7 @@ func demoCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg, err := g.load(cmd, map[string]any{"gateway.fake": true})
+			cfg, err := g.load(cmd, map[string]any{config.GatewayFake: true})
 			if err != nil {
 				return err
 			}

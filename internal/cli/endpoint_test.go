@@ -37,7 +37,7 @@ func TestSessionEndpointFlags(t *testing.T) {
 			if err := cmd.ParseFlags(c.args); err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := config.Load("", cmd.Flags(), map[string]any{"gateway.fake": true})
+			cfg, err := config.Load("", cmd.Flags(), map[string]any{config.GatewayFake: true})
 			if err != nil {
 				t.Fatal(err)
 			}

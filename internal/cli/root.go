@@ -47,9 +47,17 @@ type globals struct {
 	stderr     io.Writer
 }
 
-// load reads the configuration with this command's flags applied; a bad value is a usage error.
+// load reads the configuration with this command's flags applied, for a command that may run a
+// worker in-process (it needs a provider's key unless the fake gateway serves it); a bad value is
+// a usage error.
 func (g *globals) load(cmd *cobra.Command, overrides map[string]any) (config.Config, error) {
-	cfg, err := config.Load(g.configPath, cmd.Flags(), overrides)
+	return g.loadFor(cmd, config.Worker|config.Starter, overrides)
+}
+
+// loadFor is load for the programs prog: config.Starter alone for a command that only talks to
+// Temporal and so needs no provider's key.
+func (g *globals) loadFor(cmd *cobra.Command, prog config.Program, overrides map[string]any) (config.Config, error) {
+	cfg, err := config.LoadFor(prog, g.configPath, cmd.Flags(), overrides)
 	if err != nil {
 		return config.Config{}, &exitError{code: ExitUsage, err: err}
 	}
@@ -70,9 +78,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.configPath, "config", "", config.FileHelp)
-	pf.String("temporal-address", "", "Temporal frontend host:port (temporal.address)")
-	pf.String("namespace", "", "Temporal namespace (temporal.namespace)")
-	pf.String("state-dir", "", "folder for the dev server's state and the local store, outside every work directory (dev.state_dir; default: the user's state folder)")
+	config.AddFlags(pf, config.TemporalAddress, config.TemporalNamespace, config.DevStateDir)
 	root.AddCommand(demoCmd(g), runCmd(g), devCmd(g), cancelCmd(g), answerCmd(g), escalationsCmd(g), gatewayCmd(g),
 		attemptsCmd(g), watchCmd(g), forkCmd(g), selftestCmd(g), approveCmd(g), sayCmd(g), interruptCmd(g))
 

@@ -16,7 +16,6 @@ import (
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
-	"github.com/keelrun/keel/internal/gateway"
 )
 
 func runCmd(g *globals) *cobra.Command {
@@ -94,7 +93,7 @@ func runCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&taskFile, "task-file", "", "read the task from FILE (- for standard input) instead of the argument; one argument is capped at 128 KiB")
 	outputFlag(cmd, &output)
 	addLimitFlags(cmd)
-	cmd.Flags().String("base-url", "", "the session's provider base URL, for OpenAI-compatible gateways with /v1 (default: the workers' gateway.base_url)")
+	config.AddFlags(cmd.Flags(), config.GatewayBaseURL)
 	cmd.Flags().StringVar(&keyRef, "api-key-ref", "", "the NAME of the API key the workers send to --base-url, declared in their gateway.keys; never the key itself (default: the key the workers declare for that base URL)")
 	return cmd
 }
@@ -109,7 +108,7 @@ func sessionEndpoint(cmd *cobra.Command, cfg config.Config, keyRef string) (*con
 		ep.Provider = cfg.Gateway.Provider
 	}
 	if f.Changed("base-url") {
-		u, err := gateway.NormalizeBaseURL(cfg.Gateway.BaseURL)
+		u, err := contract.NormalizeBaseURL(cfg.Gateway.BaseURL)
 		if err != nil {
 			return nil, usageErr("--base-url: %v", err)
 		}
@@ -168,7 +167,7 @@ func devCmd(g *globals) *cobra.Command {
 		Short: "Run the dev server, a worker and the fake gateway in the foreground until Ctrl+C",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := g.load(cmd, map[string]any{"gateway.fake": true})
+			cfg, err := g.load(cmd, map[string]any{config.GatewayFake: true})
 			if err != nil {
 				return err
 			}

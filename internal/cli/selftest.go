@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keelrun/keel/internal/app"
+	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/devkit/selftest"
 )
 
@@ -20,7 +21,7 @@ func selftestCmd(g *globals) *cobra.Command {
 		Short: "Run every fault-matrix row (gateway, tools, limits, cancellation), each in a fresh process",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := g.load(cmd, map[string]any{"gateway.fake": true})
+			cfg, err := g.load(cmd, map[string]any{config.GatewayFake: true})
 			if err != nil {
 				return err
 			}

@@ -556,7 +556,7 @@ func AddFlags(fs *pflag.FlagSet, keys ...string) {
 // flagHelp is a flag's help: what it sets, the key and variable that set the same, and the default.
 func (s Setting) flagHelp() string {
 	h := s.FlagUsage + " (" + s.Name + ", env " + strings.Join(s.EnvNames(), " or ")
-	if d := s.DefaultValue(); d != "" {
+	if d := s.DefaultValue(); d != "" && d != "[]" && d != "{}" {
 		h += ", default " + d
 	}
 	return h + ")"

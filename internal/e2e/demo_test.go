@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
 )
 
@@ -66,14 +67,14 @@ func TestBadConfiguration(t *testing.T) {
 		args []string
 		key  string
 	}{
-		{"unknown provider", []string{"KEEL_GATEWAY_PROVIDER=bogus"}, []string{"demo"}, "gateway.provider"},
-		{"bad duration", nil, []string{"demo", "--max-duration", "soon"}, "limits.max_duration"},
-		{"bad duration from env", []string{"KEEL_LIMITS_MAX_DURATION=3 parsecs"}, []string{"demo"}, "limits.max_duration"},
-		{"missing key for a real provider", []string{"KEEL_GATEWAY_API_KEY="}, []string{"run", "fix it"}, "gateway.api_key"},
+		{"unknown provider", []string{"KEEL_GATEWAY_PROVIDER=bogus"}, []string{"demo"}, config.GatewayProvider},
+		{"bad duration", nil, []string{"demo", "--max-duration", "soon"}, config.LimitsMaxDuration},
+		{"bad duration from env", []string{"KEEL_LIMITS_MAX_DURATION=3 parsecs"}, []string{"demo"}, config.LimitsMaxDuration},
+		{"missing key for a real provider", []string{"KEEL_GATEWAY_API_KEY="}, []string{"run", "fix it"}, config.GatewayAPIKey},
 		{"bad inject", nil, []string{"demo", "--inject", "gremlins"}, "--inject"},
 		{"bad output", nil, []string{"demo", "--output", "xml"}, "--output"},
-		{"state folder inside the work directory", []string{"KEEL_GATEWAY_FAKE=true", "KEEL_DEV_STATE_DIR=.keel"}, []string{"run", "--dev", "fix it"}, "dev.state_dir"},
-		{"sandbox cache at the root", []string{"KEEL_GATEWAY_FAKE=true", "KEEL_TOOLS_SANDBOX_CACHE=/"}, []string{"run", "--dev", "fix it"}, "tools.sandbox_cache"},
+		{"state folder inside the work directory", []string{"KEEL_GATEWAY_FAKE=true", "KEEL_DEV_STATE_DIR=.keel"}, []string{"run", "--dev", "fix it"}, config.DevStateDir},
+		{"sandbox cache at the root", []string{"KEEL_GATEWAY_FAKE=true", "KEEL_TOOLS_SANDBOX_CACHE=/"}, []string{"run", "--dev", "fix it"}, config.ToolsSandboxCache},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

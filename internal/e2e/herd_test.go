@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/keelrun/keel/internal/app"
+	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/demo"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
@@ -31,7 +32,7 @@ func TestRateLimitedHerdSpreads(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gw.Close()
-	cfg := env.Config(t, map[string]any{"limits.max_turns": 1})
+	cfg := env.Config(t, map[string]any{config.LimitsMaxTurns: 1})
 	c := env.Client()
 	stop, err := app.StartWorker(ctx, c, cfg, gw.BaseURL()+"/v1")
 	if err != nil {

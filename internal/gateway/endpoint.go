@@ -2,10 +2,10 @@ package gateway
 
 import (
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 
+	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
 )
 
@@ -73,7 +73,7 @@ func (e *Endpoints) Resolve(ep contract.Endpoint) (Config, string, error) {
 			"the session asks for provider %s without a base URL, and this worker's gateway.base_url serves %s", provider, e.Own.Provider)}
 	}
 	if ep.BaseURL != "" {
-		if base, err = NormalizeBaseURL(ep.BaseURL); err != nil {
+		if base, err = contract.NormalizeBaseURL(ep.BaseURL); err != nil {
 			return Config{}, "", &EndpointError{Setting: "starter run --base-url", Msg: err.Error()}
 		}
 	}
@@ -97,7 +97,7 @@ func (e *Endpoints) key(name, base string, isOwn bool) (string, string, error) {
 	case name == "" && isOwn, name == contract.DefaultKey && isOwn:
 		return contract.DefaultKey, e.Own.APIKey, nil
 	case name == contract.DefaultKey:
-		return "", "", &EndpointError{Setting: "gateway.api_key", Msg: fmt.Sprintf(
+		return "", "", &EndpointError{Setting: config.GatewayAPIKey, Msg: fmt.Sprintf(
 			"the worker's own key is sent only to its own base URL, not to %s; name a key declared for that base URL in gateway.keys", base)}
 	case name == "":
 		for _, n := range e.names() {
@@ -116,10 +116,10 @@ func (e *Endpoints) key(name, base string, isOwn bool) (string, string, error) {
 		if names := e.names(); len(names) > 0 {
 			declared = strings.Join(names, ", ")
 		}
-		return "", "", &EndpointError{Setting: "gateway.keys", Msg: fmt.Sprintf("the key %q is not declared on this worker (declared: %s)", name, declared)}
+		return "", "", &EndpointError{Setting: config.GatewayKeys, Msg: fmt.Sprintf("the key %q is not declared on this worker (declared: %s)", name, declared)}
 	}
 	if !sameBaseURL(k.BaseURL, base) {
-		return "", "", &EndpointError{Setting: "gateway.keys." + name + ".base_url", Msg: fmt.Sprintf(
+		return "", "", &EndpointError{Setting: config.GatewayKeys + "." + name + ".base_url", Msg: fmt.Sprintf(
 			"the key %q is declared for %s only, not for %s", name, k.BaseURL, base)}
 	}
 	return name, k.Value, nil
@@ -140,37 +140,16 @@ func (e *Endpoints) ownBaseURL() (string, error) {
 	if raw == "" {
 		raw = defaultBaseURLs[e.Own.Provider]
 	}
-	u, err := NormalizeBaseURL(raw)
+	u, err := contract.NormalizeBaseURL(raw)
 	if err != nil {
-		return "", &EndpointError{Setting: "gateway.base_url", Msg: err.Error()}
+		return "", &EndpointError{Setting: config.GatewayBaseURL, Msg: err.Error()}
 	}
 	return u, nil
 }
 
-// NormalizeBaseURL checks that raw is an http or https URL with a host and no credentials, and
-// returns it with its scheme and host in lower case and no trailing slash, so two spellings of one
-// base URL compare equal.
-func NormalizeBaseURL(raw string) (string, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	switch {
-	case err != nil:
-		return "", fmt.Errorf("the base URL %q does not parse: %v", raw, err)
-	case u.Scheme != "http" && u.Scheme != "https":
-		return "", fmt.Errorf("the base URL %q is not an http or https URL", raw)
-	case u.Host == "" || u.Hostname() == "":
-		return "", fmt.Errorf("the base URL %q names no host", raw)
-	case u.User != nil:
-		return "", fmt.Errorf("the base URL %q carries credentials; name a key instead (--api-key-ref), keys never go into a session's history", u.Redacted())
-	case u.RawQuery != "" || u.Fragment != "":
-		return "", fmt.Errorf("the base URL %q has a query or fragment", raw)
-	}
-	u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
-	return strings.TrimRight(u.String(), "/"), nil
-}
-
-// sameBaseURL compares two base URLs as NormalizeBaseURL spells them.
+// sameBaseURL compares two base URLs as contract.NormalizeBaseURL spells them.
 func sameBaseURL(a, b string) bool {
-	na, errA := NormalizeBaseURL(a)
-	nb, errB := NormalizeBaseURL(b)
+	na, errA := contract.NormalizeBaseURL(a)
+	nb, errB := contract.NormalizeBaseURL(b)
 	return errA == nil && errB == nil && na == nb
 }

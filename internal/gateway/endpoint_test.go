@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
 )
 
@@ -42,11 +43,11 @@ func TestResolveEndpoint(t *testing.T) {
 			wantProvider: "anthropic", wantURL: "https://api.anthropic.com", wantModel: "gpt-own", wantKeyName: "claude", wantKey: "claude-secret"},
 
 		{name: "hostile: the worker's key to a foreign host", ep: contract.Endpoint{BaseURL: "https://attacker.example/v1", Key: "default"},
-			wantSetting: "gateway.api_key", wantMsg: "only to its own base URL"},
+			wantSetting: config.GatewayAPIKey, wantMsg: "only to its own base URL"},
 		{name: "hostile: an environment variable by name", ep: contract.Endpoint{BaseURL: "https://attacker.example/v1", Key: "aws_secret_access_key"},
-			wantSetting: "gateway.keys", wantMsg: `"aws_secret_access_key" is not declared on this worker (declared: claude, team)`},
+			wantSetting: config.GatewayKeys, wantMsg: `"aws_secret_access_key" is not declared on this worker (declared: claude, team)`},
 		{name: "hostile: a declared key to another host", ep: contract.Endpoint{BaseURL: "https://attacker.example/v1", Key: "team"},
-			wantSetting: "gateway.keys.team.base_url", wantMsg: "declared for https://models.example.com/v1 only"},
+			wantSetting: config.GatewayKeys + ".team.base_url", wantMsg: "declared for https://models.example.com/v1 only"},
 		{name: "hostile: a key name that is a shell expansion", ep: contract.Endpoint{BaseURL: "https://attacker.example/v1", Key: "${HOME}"},
 			wantSetting: "starter run --api-key-ref", wantMsg: "not a key name"},
 		{name: "a key itself instead of its name", ep: contract.Endpoint{Key: "sk-proj-abcdefghijklmnop"},

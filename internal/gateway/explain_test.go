@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/keelrun/keel/internal/config"
 )
 
 // TestFailuresNameHostAndFix: a failure caused by a wrong base URL, model or key names the gateway
@@ -18,12 +20,12 @@ func TestFailuresNameHostAndFix(t *testing.T) {
 		handler  http.HandlerFunc
 		want     []string
 	}{
-		{"openai 404", ProviderOpenAI, notFound, []string{"HTTP 404", "gateway.base_url", "gateway.model"}},
-		{"openai-responses 404", ProviderOpenAIResponses, notFound, []string{"HTTP 404", "gateway.base_url", "gateway.model"}},
+		{"openai 404", ProviderOpenAI, notFound, []string{"HTTP 404", config.GatewayBaseURL, config.GatewayModel}},
+		{"openai-responses 404", ProviderOpenAIResponses, notFound, []string{"HTTP 404", config.GatewayBaseURL, config.GatewayModel}},
 		{"anthropic 404", ProviderAnthropic, status(404, "application/json", `{"type":"error","error":{"type":"not_found_error","message":"model: claude-nope"}}`),
-			[]string{"HTTP 404", "gateway.base_url", "gateway.model"}},
+			[]string{"HTTP 404", config.GatewayBaseURL, config.GatewayModel}},
 		{"openai 401", ProviderOpenAI, status(401, "application/json", `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`),
-			[]string{"HTTP 401", "gateway.api_key"}},
+			[]string{"HTTP 401", config.GatewayAPIKey}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -51,14 +53,14 @@ func TestFailuresNameHostAndFix(t *testing.T) {
 		}
 		_, _, err = stream(t, c, testRequest())
 		d := Classify(err, 0)
-		if d.Handling != Retry || !strings.Contains(d.Message, addr) || !strings.Contains(d.Message, "gateway.base_url") {
+		if d.Handling != Retry || !strings.Contains(d.Message, addr) || !strings.Contains(d.Message, config.GatewayBaseURL) {
 			t.Fatalf("%s %q", d.Handling, d.Message)
 		}
 	})
 	t.Run("unknown host", func(t *testing.T) {
 		err := &url.Error{Op: "Post", URL: "http://no-such-host.invalid/v1/chat/completions", Err: &net.DNSError{Err: "no such host", Name: "no-such-host.invalid", IsNotFound: true}}
 		d := Classify(err, 0)
-		if d.Handling != Retry || !strings.Contains(d.Message, "no-such-host.invalid") || !strings.Contains(d.Message, "gateway.base_url") {
+		if d.Handling != Retry || !strings.Contains(d.Message, "no-such-host.invalid") || !strings.Contains(d.Message, config.GatewayBaseURL) {
 			t.Fatalf("%s %q", d.Handling, d.Message)
 		}
 	})

@@ -61,9 +61,9 @@ type Rig struct {
 // is dialled the way app.DialWithMetrics does it: large payloads go to the rig's store.
 func NewRig(ctx context.Context, address string, opts RigOptions) (*Rig, error) {
 	cfg, err := config.Load("", nil, map[string]any{
-		"gateway.fake":        true,
-		"temporal.address":    address,
-		"temporal.task_queue": opts.TaskQueue,
+		config.GatewayFake:       true,
+		config.TemporalAddress:   address,
+		config.TemporalTaskQueue: opts.TaskQueue,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("loading the bench configuration: %w", err)

@@ -24,7 +24,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "recworker: -effect-log is required")
 		os.Exit(2)
 	}
-	cfg, err := config.Load(*configPath, nil, nil)
+	cfg, err := config.LoadFor(config.Worker, *configPath, nil, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "recworker:", err)
 		os.Exit(2)

@@ -201,10 +201,10 @@ func WaitFor(timeout time.Duration, cond func() bool) bool {
 func (e *Env) Config(t testing.TB, overrides map[string]any) config.Config {
 	t.Helper()
 	o := map[string]any{
-		"temporal.address":    e.Address(),
-		"temporal.task_queue": "q-" + strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()),
-		"dev.state_dir":       t.TempDir(),
-		"gateway.fake":        true,
+		config.TemporalAddress:   e.Address(),
+		config.TemporalTaskQueue: "q-" + strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()),
+		config.DevStateDir:       t.TempDir(),
+		config.GatewayFake:       true,
 	}
 	for k, v := range overrides {
 		o[k] = v
