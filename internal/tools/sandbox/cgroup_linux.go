@@ -422,20 +422,28 @@ func readCounter(path, key string) int64 {
 // it). It polls until the kernel lets the folders go, up to cgroupGone.
 func (g *cgroup) remove() error {
 	deadline := time.Now().Add(cgroupGone)
+	var first error
 	for _, d := range g.dirs {
-		for {
-			err := unix.Rmdir(d)
-			if err == nil || errors.Is(err, unix.ENOENT) {
-				break
-			}
-			if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
-				return fmt.Errorf("removing the sandbox's cgroup %s: %w", d, err)
-			}
-			killAll(d)
-			time.Sleep(5 * time.Millisecond) // the poll interval; the deadline bounds the wait
+		if err := removeDir(d, deadline); err != nil && first == nil {
+			first = err
 		}
 	}
-	return nil
+	return first
+}
+
+// removeDir removes one folder of a cgroup, killing what is left in it, until deadline.
+func removeDir(d string, deadline time.Time) error {
+	for {
+		err := unix.Rmdir(d)
+		if err == nil || errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+			return fmt.Errorf("removing the sandbox's cgroup %s: %w", d, err)
+		}
+		killAll(d)
+		time.Sleep(5 * time.Millisecond) // the poll interval; the deadline bounds the wait
+	}
 }
 
 // killAll kills every process in the cgroup at d: at once with cgroup.kill where v2 offers it,

@@ -463,3 +463,32 @@ func TestFullTmpfsKeepsTheReport(t *testing.T) {
 	t.Logf("/tmp and /dev/shm full: peak memory %d MiB of %d, out-of-memory kills %d", c.lease.used.peakMemory>>20, limit>>20, c.lease.used.oomKills)
 	assertCgroupGone(t, c)
 }
+
+// TestCgroupRemoveKillsLeftovers removes a sandbox's cgroup that still holds a process: the
+// process is killed and the cgroup goes.
+func TestCgroupRemoveKillsLeftovers(t *testing.T) {
+	requireCgroup(t)
+	h := limitsHere()
+	g, err := newCgroup(h.mode, h.parents, Limits{}.WithDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sleeper := exec.Command("sleep", "600")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- sleeper.Wait() }()
+	if err := g.place(sleeper.Process.Pid); err != nil {
+		_ = sleeper.Process.Kill()
+		t.Fatal(err)
+	}
+	if err := g.remove(); err != nil {
+		_ = sleeper.Process.Kill()
+		t.Fatal(err)
+	}
+	if err := <-waited; err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("the process in the cgroup ended with %v, want killed", err)
+	}
+	assertCgroupGone(t, &Cmd{lease: &lease{cg: g}})
+}
