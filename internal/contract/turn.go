@@ -178,6 +178,9 @@ const (
 	// provider, a base URL that does not parse, a key the worker has not declared for it): a
 	// setting to fix, never retried.
 	ClassEndpoint = "endpoint"
+	// ClassAuth is the gateway refusing the API key (HTTP 401 or 403): a setting to fix, never
+	// retried.
+	ClassAuth = "auth"
 )
 
 // ModelErrorType is the ApplicationError type of every CallModel failure; its details hold a Failure.

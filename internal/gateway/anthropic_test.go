@@ -221,7 +221,7 @@ func TestAnthropicFailures(t *testing.T) {
 		{name: "422 with an odd body", handler: status(422, "text/plain", "unprocessable, and not JSON at all"),
 			class: contract.ClassUnknown, handle: Surface},
 		{name: "401 authentication", handler: status(401, "application/json", antBody("authentication_error", "invalid x-api-key")),
-			class: contract.ClassUnknown, handle: Surface},
+			class: contract.ClassAuth, handle: Surface},
 		{name: "overloaded error event before output", handler: antStream(antStart(3), antError("overloaded_error", "Overloaded")),
 			class: contract.ClassThrottle, handle: Retry},
 		{name: "overloaded error event after output", handler: antStream(antStart(3), antTextStart(0), antText(0, "one"), antError("overloaded_error", "Overloaded")),

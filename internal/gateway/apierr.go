@@ -59,6 +59,19 @@ func (f apiFailure) isBudget() bool {
 	return false
 }
 
+// authKinds are error types and codes that mean the key was refused, whatever the status.
+var authKinds = map[string]bool{
+	"authentication_error": true,
+	"permission_error":     true,
+	"invalid_api_key":      true,
+}
+
+// isAuth reports a refused key (HTTP 401 or 403, or an error type that says so): no retry sends a
+// different key.
+func (f apiFailure) isAuth() bool {
+	return f.status == http.StatusUnauthorized || f.status == http.StatusForbidden || authKinds[f.kind] || authKinds[f.code]
+}
+
 // describe is a short account of the failure for a user message.
 func (f apiFailure) describe() string {
 	s := fmt.Sprintf("HTTP %d", f.status)

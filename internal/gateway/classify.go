@@ -60,6 +60,7 @@ const (
 	msgRateLimited   = "gateway rate limited"
 	msgOverloaded    = "gateway overloaded"
 	msgBudget        = "the gateway's quota or spend limit is exhausted"
+	msgAuth          = "the gateway refused the API key"
 	msgRefusal       = "the model declined the request"
 	msgSchema        = "the gateway sent a reply that does not parse"
 	msgTruncated     = "the stream was cut mid-way; a retry would repeat the passage"
@@ -183,7 +184,7 @@ func withHost(d Diagnosis, host string, status int) Diagnosis {
 	case http.StatusNotFound:
 		d.Message += ": the base URL or the model name is likely wrong (check gateway.base_url and gateway.model)"
 	case http.StatusUnauthorized, http.StatusForbidden:
-		d.Message += ": the gateway refused the credentials (check gateway.api_key)"
+		d.Message += ": " + authFix
 	}
 	return d
 }
@@ -194,6 +195,8 @@ func classifyAPI(f apiFailure) Diagnosis {
 	switch {
 	case f.isBudget():
 		return Diagnosis{Class: contract.ClassBudget, Handling: Surface, Message: msgBudget}
+	case f.isAuth():
+		return Diagnosis{Class: contract.ClassAuth, Handling: Surface, Message: fmt.Sprintf("%s (%s)", msgAuth, f.describe())}
 	case f.status == http.StatusTooManyRequests || f.kind == "rate_limit_error" || f.code == "rate_limit_exceeded":
 		return retry(contract.ClassThrottle, msgRateLimited, after)
 	case f.status == 529 || f.kind == "overloaded_error":
@@ -205,6 +208,10 @@ func classifyAPI(f apiFailure) Diagnosis {
 		return unknown(fmt.Sprintf("unrecognised gateway failure (%s)", f.describe()))
 	}
 }
+
+// authFix names the setting that holds the key a refused request sent. For a session with its own
+// endpoint the activity rewords it to the session's key (activities' reword).
+const authFix = "check gateway.api_key, the key the worker sends"
 
 // retry builds a retryable diagnosis.
 func retry(class, msg string, after time.Duration) Diagnosis {

@@ -25,7 +25,9 @@ func TestFailuresNameHostAndFix(t *testing.T) {
 		{"anthropic 404", ProviderAnthropic, status(404, "application/json", `{"type":"error","error":{"type":"not_found_error","message":"model: claude-nope"}}`),
 			[]string{"HTTP 404", config.GatewayBaseURL, config.GatewayModel}},
 		{"openai 401", ProviderOpenAI, status(401, "application/json", `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`),
-			[]string{"HTTP 401", config.GatewayAPIKey}},
+			[]string{"HTTP 401", "refused the API key", config.GatewayAPIKey}},
+		{"anthropic 403", ProviderAnthropic, status(403, "application/json", `{"type":"error","error":{"type":"permission_error","message":"not allowed"}}`),
+			[]string{"HTTP 403", "refused the API key", config.GatewayAPIKey}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -115,14 +115,14 @@ func (c *Chain) Open(i int) bool {
 // FallsBack says whether a failed attempt means the route is down, so the call goes to the next
 // route at once: transport and throttle failures (outages, overload) once their class's attempts
 // are spent, and the surfaced classes a different model may not share (an unknown model or any
-// unclassified error, an exhausted budget). A refusal, a reply cut after output, an unparsable
-// reply or a cancellation never falls back: another model would not make those right, or the user
-// already saw text.
+// unclassified error, an exhausted budget, a refused key: each route sends its own). A refusal, a
+// reply cut after output, an unparsable reply or a cancellation never falls back: another model
+// would not make those right, or the user already saw text.
 func FallsBack(d Diagnosis, attempt int) bool {
 	switch d.Class {
 	case contract.ClassTransport, contract.ClassThrottle:
 		return d.Handling == Retry && attempt >= AttemptCap(d.Class)
-	case contract.ClassUnknown, contract.ClassBudget:
+	case contract.ClassUnknown, contract.ClassBudget, contract.ClassAuth:
 		return true
 	}
 	return false
