@@ -32,8 +32,9 @@ func TestMain(m *testing.M) {
 }
 
 // setup starts the package's dev server (building Keel's Temporal server first if no build is
-// cached), builds Keel's commands and finds the temporal CLI (building the pinned one if needed),
-// the CLI alongside the rest because its first build takes minutes.
+// cached), builds Keel's commands, installs tmux if it is missing and finds the temporal CLI
+// (building the pinned one if needed), the CLI alongside the rest because its first build takes
+// minutes.
 func setup(ctx context.Context) (func(), error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -44,6 +45,10 @@ func setup(ctx context.Context) (func(), error) {
 		cli <- err
 	}()
 	err := startEnv(ctx)
+	if err == nil {
+		// The terminal tests type into a shell through tmux, a system package no test can build.
+		err = testenv.EnsureCommand(ctx, "tmux", "tmux")
+	}
 	if err != nil {
 		cancel()
 	}
