@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/keelrun/keel/internal/contract"
@@ -154,4 +158,137 @@ func (t TemporalAnswerer) Ended(ctx context.Context, workflowID string) (sum con
 		return sum, true, fmt.Errorf("session %s ended %s without a summary: %w", workflowID, status, err)
 	}
 	return sum, true, nil
+}
+
+// TaskMemo is the memo key the starter writes a session's task under (shortened), so a listing
+// shows it without reading each session's history.
+const TaskMemo = "task"
+
+// SessionsQuery is the visibility query that lists sessions only: AgentSession workflows, not
+// their AgentTurn children, and not the runs a session closed by continuing as new. status, when
+// set, narrows it to one ListStatuses value.
+func SessionsQuery(status string) string {
+	q := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus != 'ContinuedAsNew'", contract.SessionWorkflow)
+	switch status {
+	case "":
+	case contract.StatusRunning, contract.StatusWaiting:
+		q += fmt.Sprintf(" AND ExecutionStatus = 'Running' AND %s = '%s'", contract.StatusKey.GetName(), status)
+	case StatusTerminated:
+		q += " AND ExecutionStatus = 'Terminated'"
+	case StatusTimedOut:
+		q += " AND ExecutionStatus = 'TimedOut'"
+	default:
+		q += fmt.Sprintf(" AND %s = '%s'", contract.StatusKey.GetName(), status)
+	}
+	return q
+}
+
+// Statuses of a session that Temporal ended without Keel's say: its KeelStatus is still the last
+// one it set.
+const (
+	StatusTerminated = "terminated"
+	StatusTimedOut   = "timed_out"
+)
+
+// ListStatuses are the statuses a listing can filter by.
+var ListStatuses = []string{
+	contract.StatusRunning, contract.StatusWaiting, contract.StatusCompleted, contract.StatusFailed,
+	contract.StatusCancelled, contract.StatusLimit, contract.StatusAborted, StatusTerminated, StatusTimedOut,
+}
+
+// SessionRow is one session in a listing.
+type SessionRow struct {
+	WorkflowID string    `json:"workflow_id"`
+	Status     string    `json:"status"`
+	Task       string    `json:"task"`
+	Turns      int64     `json:"turns"`
+	Tokens     int64     `json:"tokens"`
+	Started    time.Time `json:"started"`
+	// Waiting names what a waiting session waits on a person for: an escalation or an approval.
+	Waiting string `json:"waiting,omitempty"`
+}
+
+// Sessions lists up to limit sessions (running ones first, then the most recently closed, as the
+// server orders them) with status, when set, one of ListStatuses. A waiting session is asked what
+// it waits for, one query each.
+func (t TemporalAnswerer) Sessions(ctx context.Context, status string, limit int) ([]SessionRow, error) {
+	resp, err := t.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{PageSize: int32(limit), Query: SessionsQuery(status)})
+	if err != nil {
+		return nil, fmt.Errorf("listing sessions: %w", err)
+	}
+	var rows []SessionRow
+	for _, ex := range resp.GetExecutions() {
+		if len(rows) == limit {
+			break
+		}
+		r := t.row(ctx, ex)
+		if r.Status == contract.StatusWaiting {
+			if st, err := t.Status(ctx, r.WorkflowID); err == nil {
+				r.Waiting = WaitingOn(st)
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// row reads one listed execution: its search attributes, and its task from the memo (or, for a
+// session started before the starter wrote one, from its summary in the Web UI's user metadata).
+func (t TemporalAnswerer) row(ctx context.Context, ex *workflowpb.WorkflowExecutionInfo) SessionRow {
+	dc := converter.GetDefaultDataConverter()
+	r := SessionRow{WorkflowID: ex.GetExecution().GetWorkflowId(), Started: ex.GetStartTime().AsTime(), Status: contract.StatusRunning}
+	fields := ex.GetSearchAttributes().GetIndexedFields()
+	_ = dc.FromPayload(fields[contract.StatusKey.GetName()], &r.Status)
+	_ = dc.FromPayload(fields[contract.TurnsKey.GetName()], &r.Turns)
+	_ = dc.FromPayload(fields[contract.TokensKey.GetName()], &r.Tokens)
+	switch ex.GetStatus() {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:
+		r.Status = StatusTerminated
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+		r.Status = StatusTimedOut
+	}
+	if p, ok := ex.GetMemo().GetFields()[TaskMemo]; ok {
+		_ = dc.FromPayload(p, &r.Task)
+	} else if d, err := t.Client.DescribeWorkflow(ctx, r.WorkflowID, ex.GetExecution().GetRunId()); err == nil {
+		_ = dc.FromPayload(d.RawResponse.GetExecutionConfig().GetUserMetadata().GetSummary(), &r.Task)
+	}
+	return r
+}
+
+// WaitingOn says what a session waits on a person for, or "" when it waits for nobody.
+func WaitingOn(st contract.SessionStatus) string {
+	switch e, a := st.Escalation, st.Approval; {
+	case e != nil && e.Answer == nil && len(e.Choices) > 0:
+		return fmt.Sprintf("escalation %s (%s)", e.ID, Reason(e.Reason))
+	case a != nil:
+		return fmt.Sprintf("approval of %s (call %s)", a.Tool, a.CallID)
+	}
+	return ""
+}
+
+// PendingSession is a running session that waits on a person, with its status.
+type PendingSession struct {
+	WorkflowID string
+	Status     contract.SessionStatus
+}
+
+// Pending lists the running sessions that wait on a person: an escalation to answer or a tool
+// call to approve.
+func (t TemporalAnswerer) Pending(ctx context.Context) ([]PendingSession, error) {
+	resp, err := t.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("%s AND %s = true AND ExecutionStatus = 'Running'", SessionsQuery(""), contract.PendingEscalationKey.GetName()),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing sessions waiting on a person: %w", err)
+	}
+	var out []PendingSession
+	for _, ex := range resp.GetExecutions() {
+		id := ex.GetExecution().GetWorkflowId()
+		st, err := t.Status(ctx, id)
+		if err != nil || WaitingOn(st) == "" {
+			continue
+		}
+		out = append(out, PendingSession{WorkflowID: id, Status: st})
+	}
+	return out, nil
 }

@@ -65,6 +65,8 @@ func newCommand(stderr io.Writer) *cobra.Command {
 			return err
 		}
 		cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+		cfg.Logger.Info("slack bot starting", "temporal", cfg.TemporalAddress, "namespace", cfg.Namespace,
+			"team", cfg.TeamID, "approvers", len(cfg.Approvers))
 		return escalation.RunSlackBot(cmd.Context(), cfg)
 	}
 	return cmd

@@ -106,7 +106,7 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 	acts := &activities.Activities{
 		Models:    models,
 		Gateway:   gw,
-		Endpoints: endpoints(cfg, gcfg),
+		Endpoints: endpoints(cfg, gcfg, cfg.Gateway.Fake && gatewayURL != ""),
 		Store:     store.WithCache(st, transcriptCache),
 		Events:    events.NewPublisher(),
 		Notifiers: Notifiers(cfg),
@@ -138,12 +138,14 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 
 // endpoints serves the endpoints sessions name: own is the worker's gateway as it calls it (the
 // in-process fake's address included), and only the keys of gateway.keys may go elsewhere.
-func endpoints(cfg config.Config, own gateway.Config) *gateway.Endpoints {
+// scripted says own is the dev stack's fake gateway in this process, which serves no other base
+// URL: a session that names one is failed saying so, not answered by the scripted model.
+func endpoints(cfg config.Config, own gateway.Config, scripted bool) *gateway.Endpoints {
 	keys := make(map[string]gateway.Key, len(cfg.Gateway.Keys))
 	for name, k := range cfg.Gateway.Keys {
 		keys[name] = gateway.Key{Value: k.Value, BaseURL: k.BaseURL}
 	}
-	return &gateway.Endpoints{Own: own, Keys: keys}
+	return &gateway.Endpoints{Own: own, Keys: keys, Scripted: scripted}
 }
 
 // CheckSandbox makes sure commands can run confined before a worker takes work: where the kernel
@@ -319,7 +321,30 @@ func RunWorker(ctx context.Context, cfg config.Config, hooks ...ToolHook) error 
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("starting the worker: %w", err)
 	}
+	slog.Info(StartLine(cfg))
 	<-ctx.Done()
 	w.Stop()
 	return nil
+}
+
+// StartLine is what a worker says once it polls: where, for which model, and whether commands run
+// confined, so a person who started it sees at once what it will serve.
+func StartLine(cfg config.Config) string {
+	model := cfg.Gateway.Provider + "/" + cfg.Gateway.Model
+	switch {
+	case cfg.Gateway.Fake && cfg.Gateway.BaseURL == "":
+		model += " with gateway.fake and no gateway.base_url: set it to a fake gateway's (starter gateway)"
+	case cfg.Gateway.Fake:
+		model += " at " + cfg.Gateway.BaseURL + " (gateway.fake: no key required)"
+	case cfg.Gateway.BaseURL != "":
+		model += " at " + cfg.Gateway.BaseURL
+	default:
+		model += " at the provider's own API"
+	}
+	sandbox := "on"
+	if cfg.Sandbox == nil {
+		sandbox = "off (tools.sandbox: off; commands run unconfined)"
+	}
+	return fmt.Sprintf("worker ready: task queue %q on Temporal %s (namespace %s); model %s; sandbox %s",
+		cfg.Temporal.TaskQueue, cfg.Temporal.Address, cfg.Temporal.Namespace, model, sandbox)
 }

@@ -2,8 +2,11 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"go.temporal.io/sdk/client"
@@ -87,6 +90,16 @@ func (s *Stack) Close() {
 	if s.Server != nil {
 		_ = s.Server.Stop()
 	}
+}
+
+// ProcessQueue is the task queue of the worker a starter process brings for its own session (demo,
+// run --dev): base with a suffix of this process alone. The session is then served by that worker
+// only, with its gateway, its tool hooks and its injected faults, and that worker takes no session
+// of another starter; `starter dev`, which serves other starters, keeps the configured queue.
+func ProcessQueue(base string) string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-dev-%d-%s", base, os.Getpid(), hex.EncodeToString(b))
 }
 
 // StartWorker runs a worker in this process against gatewayURL, with hooks around its tool runner,

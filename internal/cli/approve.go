@@ -18,9 +18,10 @@ func approveCmd(g *globals) *cobra.Command {
 	var digest string
 	var deny bool
 	cmd := &cobra.Command{
-		Use:   "approve WORKFLOW_ID [CALL_ID] [--digest D] [--deny]",
-		Short: "Approve (or deny) the tool call a session is waiting on",
-		Args:  cobra.RangeArgs(1, 2),
+		Use:     "approve WORKFLOW_ID [CALL_ID] [--digest D] [--deny]",
+		Example: "  starter approve " + exampleID + "\n  starter approve " + exampleID + " --deny\n  (without CALL_ID and --digest: the call waiting now, printed first)",
+		Short:   "Approve (or deny) the tool call a session is waiting on",
+		Args:    cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
 				d := contract.ApprovalDecision{Digest: digest, Approve: !deny, By: currentUser()}

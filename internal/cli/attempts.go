@@ -25,9 +25,10 @@ func attemptsCmd(g *globals) *cobra.Command {
 	var job contract.JobKey
 	var output string
 	cmd := &cobra.Command{
-		Use:   "attempts [WORKFLOW_ID | --repo R --commit C --path P --prompt-version V --model M]",
-		Short: "Show a job's attempt history (each model and tool call, attempts, outcome, class), read from Temporal's history",
-		Args:  cobra.MaximumNArgs(1),
+		Use:     "attempts [WORKFLOW_ID | --repo R --commit C --path P --prompt-version V --model M]",
+		Example: "  starter attempts " + exampleID,
+		Short:   "Show a job's attempt history (each model and tool call, attempts, outcome, class), read from Temporal's history",
+		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var wid string
 			switch {

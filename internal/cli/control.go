@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/keelrun/keel/escalation"
@@ -40,9 +39,10 @@ func withConfig(g *globals, cmd *cobra.Command, f func(ctx context.Context, cfg 
 func cancelCmd(g *globals) *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
-		Use:   "cancel WORKFLOW_ID",
-		Short: "Cancel a running session: its turn, model stream and commands stop",
-		Args:  cobra.ExactArgs(1),
+		Use:     "cancel WORKFLOW_ID",
+		Example: "  starter cancel " + exampleID + " --reason \"wrong task\"",
+		Short:   "Cancel a running session: its turn, model stream and commands stop",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
 				err := escalation.TemporalAnswerer{Client: c}.Cancel(ctx, args[0], contract.CancelRequest{Reason: reason, By: currentUser()})
@@ -61,9 +61,10 @@ func cancelCmd(g *globals) *cobra.Command {
 func answerCmd(g *globals) *cobra.Command {
 	var text string
 	cmd := &cobra.Command{
-		Use:   "answer WORKFLOW_ID ESCALATION_ID retry|edit|abort [--text ...]",
-		Short: "Answer a pending escalation",
-		Args:  cobra.ExactArgs(3),
+		Use:     "answer WORKFLOW_ID ESCALATION_ID retry|edit|abort [--text ...]",
+		Example: "  starter answer " + exampleID + " esc-9f86d081-1 retry\n  starter answer " + exampleID + " esc-9f86d081-1 edit --text \"read calc.go before you change it\"\n  (starter escalations lists the pending ones with their IDs)",
+		Short:   "Answer a pending escalation",
+		Args:    cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			action := args[2]
 			if !slices.Contains([]string{contract.ActionRetry, contract.ActionEdit, contract.ActionAbort}, action) {
@@ -115,7 +116,7 @@ func escalationsCmd(g *globals) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "escalations",
-		Short: "List pending escalations across running sessions",
+		Short: "List what running sessions wait on a person for: escalations to answer and tool calls to approve",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := newPrinter(output, g.stdout)
@@ -123,23 +124,20 @@ func escalationsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
-				resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-					Query: fmt.Sprintf("%s = true AND ExecutionStatus = 'Running'", contract.PendingEscalationKey.GetName()),
-				})
+				pending, err := escalation.TemporalAnswerer{Client: c}.Pending(ctx)
 				if err != nil {
-					return fmt.Errorf("listing sessions waiting on a person: %w", err)
+					return err
 				}
-				n := 0
-				for _, ex := range resp.GetExecutions() {
-					st, err := escalation.TemporalAnswerer{Client: c}.Status(ctx, ex.GetExecution().GetWorkflowId())
-					if err != nil || st.Escalation == nil || st.Escalation.Answer != nil {
-						continue
+				for _, s := range pending {
+					if e := s.Status.Escalation; e != nil && e.Answer == nil && len(e.Choices) > 0 {
+						printEscalation(p, g, *e)
 					}
-					n++
-					printEscalation(p, g, *st.Escalation)
+					if a := s.Status.Approval; a != nil {
+						printApproval(p, g, s.WorkflowID, *a)
+					}
 				}
-				if n == 0 && output != "jsonl" {
-					fmt.Fprintln(g.stdout, "no pending escalations")
+				if len(pending) == 0 && output != "jsonl" {
+					fmt.Fprintln(g.stdout, "no pending escalations or approvals")
 				}
 				return nil
 			})
@@ -158,12 +156,25 @@ func printEscalation(p printer, g *globals, e contract.Escalation) {
 	fmt.Fprintln(g.stdout, escalation.Text(e))
 }
 
+// printApproval prints one tool call waiting for approval with the command that decides it: as
+// text for people, or an approval event.
+func printApproval(p printer, g *globals, workflowID string, a contract.Approval) {
+	answer := escalation.ApproveCommand(contract.Escalation{WorkflowID: workflowID, Approval: &a})
+	if _, ok := p.(*jsonPrinter); ok {
+		p.event(contract.Event{Event: contract.EventApproval, WorkflowID: workflowID, Tool: a.Tool, CallID: a.CallID, Arguments: a.Arguments, Text: answer})
+		return
+	}
+	fmt.Fprintf(g.stdout, "Session %s waits for approval of a %s call\nCall: %s\nArguments: %s\nAnswer with: %s\n\n",
+		workflowID, a.Tool, a.CallID, clip(a.Arguments, 200), answer)
+}
+
 func sayCmd(g *globals) *cobra.Command {
 	var interrupt bool
 	cmd := &cobra.Command{
-		Use:   "say WORKFLOW_ID TEXT",
-		Short: "Add a message to a running session; it reaches the next model call (after the turn in flight, or at once with --interrupt)",
-		Args:  cobra.ExactArgs(2),
+		Use:     "say WORKFLOW_ID TEXT",
+		Example: "  starter say " + exampleID + " \"also update the README\"",
+		Short:   "Add a message to a running session; it reaches the next model call (after the turn in flight, or at once with --interrupt)",
+		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return sendSay(g, cmd, args[0], args[1], interrupt)
 		},
@@ -174,9 +185,10 @@ func sayCmd(g *globals) *cobra.Command {
 
 func interruptCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "interrupt WORKFLOW_ID TEXT",
-		Short: "Cancel the turn in flight and give the model a message; the session goes on",
-		Args:  cobra.ExactArgs(2),
+		Use:     "interrupt WORKFLOW_ID TEXT",
+		Example: "  starter interrupt " + exampleID + " \"stop: the tests are in ./calc, not ./\"",
+		Short:   "Cancel the turn in flight and give the model a message; the session goes on",
+		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return sendSay(g, cmd, args[0], args[1], true)
 		},

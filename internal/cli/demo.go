@@ -24,6 +24,20 @@ import (
 // hooks of the fake gateway and the tools.
 var InjectModes = fakegw.Modes
 
+// injectHelp lists the fault modes with what each does, one line each, for `demo --help`.
+func injectHelp() string {
+	var b strings.Builder
+	b.WriteString("Fault modes (--inject MODE):\n")
+	width := 0
+	for _, m := range fakegw.ModeTable {
+		width = max(width, len(m.Name))
+	}
+	for _, m := range fakegw.ModeTable {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, m.Name, m.Does)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
 const demoTask = "The tests of the Go package in the work directory fail. Find the bug, fix it, and make `go test ./...` pass."
 
 func addLimitFlags(cmd *cobra.Command) {
@@ -36,7 +50,10 @@ func demoCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the built-in demo: a scripted model fixes a failing Go test in a fresh workspace",
-		Args:  cobra.NoArgs,
+		Long: "Run the built-in demo: a scripted model fixes a failing Go test in a fresh workspace, on a worker in\n" +
+			"this process that serves the demo alone, so an injected fault always takes effect.\n\n" + injectHelp(),
+		Example: "  starter demo\n  starter demo --inject tool_error\n  starter demo --inject long_command --max-duration 5s",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if inject != "" && !slices.Contains(InjectModes, inject) {
 				return usageErr("--inject %q is not one of: %s", inject, strings.Join(InjectModes, ", "))
@@ -52,7 +69,7 @@ func demoCmd(g *globals) *cobra.Command {
 			return runDemo(cmd.Context(), g, cfg, p, inject, output)
 		},
 	}
-	cmd.Flags().StringVar(&inject, "inject", "", "inject a fault: "+strings.Join(InjectModes, ", "))
+	cmd.Flags().StringVar(&inject, "inject", "", "inject a fault, one of the modes listed above")
 	outputFlag(cmd, &output)
 	addLimitFlags(cmd)
 	return cmd
@@ -83,7 +100,10 @@ func runDemo(ctx context.Context, g *globals, cfg config.Config, p printer, inje
 		}
 		defer stopMCP()
 	}
-	// The fault reaches the scripted model through the task, and the tools through this worker.
+	// The fault reaches the scripted model through the task, and the tools through this worker,
+	// which alone polls the demo's own task queue: no other worker can take the session and skip
+	// the fault.
+	cfg.Temporal.TaskQueue = app.ProcessQueue(cfg.Temporal.TaskQueue)
 	stop, err := app.StartWorker(ctx, c, cfg, stack.GatewayURL(cfg.Gateway.Provider), toolhooks.ForMode(inject)...)
 	if err != nil {
 		return err
@@ -100,7 +120,7 @@ func runDemo(ctx context.Context, g *globals, cfg config.Config, p printer, inje
 	}
 	nameSession(p, wid)
 	p.info("workspace: " + workdir)
-	sum, err := startSession(ctx, c, cfg, sessionSpec{workflowID: wid, task: fakegw.WithMode(demoTask, inject), workdir: workdir, output: output}, p)
+	sum, err := startSession(ctx, c, cfg, sessionSpec{workflowID: wid, task: fakegw.WithMode(demoTask, inject), workdir: workdir, output: output, ownWorker: true}, p)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,17 @@ const statusPoll = 300 * time.Millisecond
 // redraw is how often the status region at a terminal is drawn again (spinner, seconds).
 const redraw = 125 * time.Millisecond
 
+// CancelWait is how long the starter waits, after the first cancel (Esc or Ctrl+C at a terminal,
+// SIGINT or SIGTERM), for the session to end; then it leaves anyway with exit 130. A supervisor
+// that sends one SIGTERM gets its process back within this bound even when no worker takes the
+// cancel; a second cancel leaves at once.
+const CancelWait = 10 * time.Second
+
+// secondKeyGrace is how long after a cancel key the starter goes on reading the terminal when the
+// session ends first: people press Esc twice, and the second press belongs to the starter, not to
+// the shell that gets the terminal back.
+const secondKeyGrace = 500 * time.Millisecond
+
 // follower shows one session until it ends and turns the user's keys into signals and answers.
 type follower struct {
 	c           client.Client
@@ -49,10 +60,18 @@ type follower struct {
 	asked string
 	// leaving is set by a cancel key pressed after the cancel was sent: leave at once.
 	leaving bool
+	// settle fires CancelWait after the cancel was sent; nil before.
+	settle <-chan time.Time
+	// cancelKeyAt is when a cancel key was last pressed; zero when none was.
+	cancelKeyAt time.Time
+	// ownQueue is the task queue only this process's worker serves (demo, run --dev), or "": a
+	// session on it that the starter leaves behind would never end, so leaving terminates it.
+	ownQueue string
 }
 
 // follow prints the session's events until its result arrives. Esc or Ctrl+C at a terminal, or
-// SIGINT/SIGTERM otherwise, cancel the session; the result then says cancelled.
+// SIGINT/SIGTERM otherwise, cancel the session; the result then says cancelled. After a cancel the
+// starter waits at most CancelWait for the result, and a second cancel leaves at once.
 func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract.Summary, error) {
 	type result struct {
 		sum contract.Summary
@@ -73,6 +92,16 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 	if f.interactive {
 		defer f.attachScreen()()
 	}
+	finish := func(r result) (contract.Summary, error) {
+		f.drain(ctx)
+		f.pollStatus(ctx)
+		f.closeDialog()
+		f.swallowSecondKey(keys)
+		if r.err != nil {
+			return contract.Summary{}, fmt.Errorf("waiting for session %s: %w", f.workflowID, r.err)
+		}
+		return r.sum, nil
+	}
 
 	tick := time.NewTicker(statusPoll)
 	defer tick.Stop()
@@ -81,24 +110,26 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 	for {
 		select {
 		case r := <-done:
-			f.drain(ctx)
-			f.pollStatus(ctx)
-			f.closeDialog()
-			if r.err != nil {
-				return contract.Summary{}, fmt.Errorf("waiting for session %s: %w", f.workflowID, r.err)
-			}
-			return r.sum, nil
+			return finish(r)
 		case e := <-f.sink.Events():
 			f.live(ctx, e)
 		case <-tick.C:
 			f.pollStatus(ctx)
 		case <-frames.C:
 			f.screen.draw(f.prog.lines(time.Now()))
-		case <-sigs:
-			if f.cancelled {
-				return f.leave()
+		case <-f.settle:
+			select {
+			case r := <-done:
+				return finish(r)
+			default:
 			}
-			f.cancel(ctx, "interrupted at the terminal")
+			f.p.info(fmt.Sprintf("the session did not end within %s of the cancel; %s", seconds(CancelWait), f.leftBehind(ctx)))
+			return contract.Summary{}, &exitError{code: ExitCancelled}
+		case sig := <-sigs:
+			if f.cancelled {
+				return f.leave(ctx, "a second signal")
+			}
+			f.cancel(ctx, signalReason(sig), "a second signal")
 		case k, ok := <-keys:
 			if !ok {
 				keys = nil
@@ -106,7 +137,7 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 			}
 			f.keys(ctx, k)
 			if f.leaving {
-				return f.leave()
+				return f.leave(ctx, "a second Esc or Ctrl+C")
 			}
 		case r := <-f.editDone():
 			f.edited(ctx, r)
@@ -114,11 +145,63 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 	}
 }
 
+// signalReason is how the cancel names the signal that asked for it: a supervisor's SIGTERM is not
+// a person at the terminal.
+func signalReason(sig os.Signal) string {
+	if sig == syscall.SIGTERM {
+		return "terminated by a signal (SIGTERM)"
+	}
+	return "interrupted by a signal (SIGINT)"
+}
+
 // leave ends following without waiting for the session, after a second interrupt (a signal, or
 // Esc or Ctrl+C at the terminal): the session may have no worker to end it.
-func (f *follower) leave() (contract.Summary, error) {
-	f.p.info(fmt.Sprintf("interrupted again: leaving without waiting; session %s ends once a worker takes the cancel (starter watch %s shows it)", f.workflowID, f.workflowID))
+func (f *follower) leave(ctx context.Context, what string) (contract.Summary, error) {
+	f.p.info(fmt.Sprintf("interrupted again (%s): leaving without waiting; %s", what, f.leftBehind(ctx)))
 	return contract.Summary{}, &exitError{code: ExitCancelled}
+}
+
+// leftBehind says what becomes of the session the starter leaves before it ended. A session whose
+// only worker runs in this process would wait forever once the process exits, so it is terminated.
+func (f *follower) leftBehind(ctx context.Context) string {
+	if f.ownQueue != "" {
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		// A job started earlier by another starter runs on that starter's queue: leave it alone.
+		d, err := f.c.DescribeWorkflow(tctx, f.workflowID, "")
+		if err == nil && d.RawResponse.GetExecutionConfig().GetTaskQueue().GetName() == f.ownQueue {
+			err = f.c.TerminateWorkflow(tctx, f.workflowID, "", "its starter left before the cancel finished, and its only worker ran in that starter")
+			if err == nil {
+				return fmt.Sprintf("session %s is terminated, since its only worker runs in this starter and stops with it", f.workflowID)
+			}
+		}
+	}
+	return fmt.Sprintf("session %s may still be cancelling (it ends once a worker takes the cancel): `starter watch %s` shows how it ends", f.workflowID, f.workflowID)
+}
+
+// swallowSecondKey goes on reading the terminal, dropping what arrives, until secondKeyGrace has
+// passed since the last cancel key: a second press the person meant for the starter would
+// otherwise reach the shell (an Esc there eats the next command's first letter).
+func (f *follower) swallowSecondKey(keys <-chan []byte) {
+	if keys == nil || f.cancelKeyAt.IsZero() {
+		return
+	}
+	wait := time.Until(f.cancelKeyAt.Add(secondKeyGrace))
+	if wait <= 0 {
+		return
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		select {
+		case _, ok := <-keys:
+			if !ok {
+				return
+			}
+		case <-timer.C:
+			return
+		}
+	}
 }
 
 // attachScreen sends the text printer's output through a screen over the same writer, and
@@ -212,17 +295,32 @@ func (f *follower) pollStatus(ctx context.Context) {
 	}
 }
 
-// cancel sends the cancel signal once; the session then cancels its running turn.
-func (f *follower) cancel(ctx context.Context, reason string) {
+// cancel sends the cancel signal once and starts the CancelWait bound; second names what leaves
+// at once from then on.
+func (f *follower) cancel(ctx context.Context, reason, second string) {
 	if f.cancelled {
 		return
 	}
 	f.cancelled = true
-	f.p.info("cancelling: " + reason)
+	f.settle = time.After(CancelWait)
+	f.p.info(fmt.Sprintf("cancelling: %s; waiting up to %s for %s; %s leaves now", reason, seconds(CancelWait), f.settling(), second))
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := f.c.SignalWorkflow(sctx, f.workflowID, "", contract.SignalCancel, contract.CancelRequest{Reason: reason, By: "terminal"}); err != nil {
 		f.p.info("could not send the cancel signal: " + err.Error())
+	}
+}
+
+// settling says what the starter waits for after a cancel: a worker to take the session at all,
+// or the worker to stop what it runs.
+func (f *follower) settling() string {
+	switch {
+	case f.prog.waiting != "":
+		return "the session to end"
+	case f.prog.what == "starting":
+		return "a worker to take the cancel (none has started the session yet)"
+	default:
+		return "the worker to stop what runs (" + f.prog.what + ") and end the session"
 	}
 }
 

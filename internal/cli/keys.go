@@ -83,9 +83,9 @@ func stdinChunks() <-chan []byte {
 	return stdinCh
 }
 
-// readKeys puts the terminal into raw mode and returns the reads of standard input. restore puts
-// the terminal back into line mode; it is safe to call more than once and is deferred on every
-// path.
+// readKeys puts the terminal into raw mode and returns the reads of standard input. restore drops
+// what was typed and not acted on (discardInput) and puts the terminal back into line mode; it is
+// safe to call more than once and is deferred on every path.
 func (f *follower) readKeys() (<-chan []byte, func()) {
 	if !f.interactive {
 		return nil, func() {}
@@ -97,7 +97,22 @@ func (f *follower) readKeys() (<-chan []byte, func()) {
 		return nil, func() {}
 	}
 	var once sync.Once
-	return stdinChunks(), func() { once.Do(func() { _ = term.Restore(fd, old) }) }
+	return stdinChunks(), func() { once.Do(func() { discardInput(fd); _ = term.Restore(fd, old) }) }
+}
+
+// discardInput drops the input the starter has not acted on, before the terminal goes back to the
+// shell: the reads already taken from the terminal, then what the terminal still holds
+// (flushInput). An Esc left there would become the start of the shell's next line.
+func discardInput(fd int) {
+	for drained := false; !drained; {
+		select {
+		case _, ok := <-stdinChunks():
+			drained = !ok
+		default:
+			drained = true
+		}
+	}
+	flushInput(fd)
 }
 
 // dialog is the question the terminal is asking, which decides what keys mean.
@@ -158,11 +173,12 @@ func (f *follower) key(ctx context.Context, k keypress) {
 // cancelKey handles Esc or Ctrl+C: the first cancels the session, a second one leaves without
 // waiting for it to end.
 func (f *follower) cancelKey(ctx context.Context) {
+	f.cancelKeyAt = time.Now()
 	if f.cancelled {
 		f.leaving = true
 		return
 	}
-	f.cancel(ctx, "cancelled at the terminal")
+	f.cancel(ctx, "cancelled at the terminal", "a second Esc or Ctrl+C")
 }
 
 // confirmAbort handles the key pressed at "abort the session?": y aborts, Ctrl+C cancels, and

@@ -22,3 +22,16 @@ func TestReadmeDocumentsEveryEvent(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeListsEveryCommand: the README's command table has a row for every starter command.
+func TestReadmeListsEveryCommand(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range newRoot(&globals{}).Commands() {
+		if !strings.Contains(string(b), "`go run ./starter "+c.Name()) && !strings.Contains(string(b), "(`"+c.Name()+" ") {
+			t.Errorf("README.md has no row for starter %s", c.Name())
+		}
+	}
+}

@@ -36,6 +36,9 @@ func (e *exitError) Error() string {
 	return e.err.Error()
 }
 
+// Unwrap exposes the error, so callers can ask what kind it is (a configuration error, for one).
+func (e *exitError) Unwrap() error { return e.err }
+
 func usageErr(format string, args ...any) error {
 	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
 }
@@ -66,22 +69,8 @@ func (g *globals) loadFor(cmd *cobra.Command, prog config.Program, overrides map
 
 // Main runs the starter with args and returns its exit status.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	g := &globals{stdout: stdout, stderr: stderr}
-	root := &cobra.Command{
-		Use:           "starter",
-		Short:         "Start, watch and steer Keel agent sessions",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root := newRoot(&globals{stdout: stdout, stderr: stderr})
 	root.SetArgs(args)
-	pf := root.PersistentFlags()
-	pf.StringVar(&g.configPath, "config", "", config.FileHelp)
-	config.AddFlags(pf, config.TemporalAddress, config.TemporalNamespace, config.DevStateDir)
-	root.AddCommand(demoCmd(g), runCmd(g), devCmd(g), cancelCmd(g), answerCmd(g), escalationsCmd(g), gatewayCmd(g),
-		attemptsCmd(g), watchCmd(g), forkCmd(g), selftestCmd(g), approveCmd(g), sayCmd(g), interruptCmd(g))
-
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK
@@ -100,6 +89,28 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return ExitFailure
 }
 
+// newRoot builds the starter's command tree, every command's argument errors showing its usage.
+func newRoot(g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "starter",
+		Short:         "Start, watch and steer Keel agent sessions",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(g.stdout)
+	root.SetErr(g.stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.configPath, "config", "", config.FileHelp)
+	config.AddFlags(pf, config.TemporalAddress, config.TemporalNamespace, config.DevStateDir)
+	root.AddCommand(demoCmd(g), runCmd(g), devCmd(g), cancelCmd(g), answerCmd(g), escalationsCmd(g), listCmd(g), gatewayCmd(g),
+		attemptsCmd(g), watchCmd(g), forkCmd(g), selftestCmd(g), approveCmd(g), sayCmd(g), interruptCmd(g))
+	for _, c := range root.Commands() {
+		withUsage(c)
+	}
+	root.SetFlagErrorFunc(usageHelp)
+	return root
+}
+
 // isUsage recognises cobra's own argument and flag errors.
 func isUsage(err error) bool {
 	msg := err.Error()
@@ -109,4 +120,32 @@ func isUsage(err error) bool {
 		}
 	}
 	return false
+}
+
+// exampleID is the session ID the commands' examples use.
+const exampleID = "keel-run-20260102-150405-a1b2c3"
+
+// withUsage makes a command's argument errors say how to call it: cobra's own message ("accepts 3
+// arg(s), received 1") then the usage line and the command's examples, with exit 2.
+func withUsage(cmd *cobra.Command) {
+	args := cmd.Args
+	if args == nil {
+		return
+	}
+	cmd.Args = func(c *cobra.Command, a []string) error {
+		if err := args(c, a); err != nil {
+			return usageHelp(c, err)
+		}
+		return nil
+	}
+}
+
+// usageHelp is err with the command's usage line and examples: a usage error (exit 2).
+func usageHelp(c *cobra.Command, err error) error {
+	msg := fmt.Sprintf("%v\nusage: %s", err, c.UseLine())
+	if c.Example != "" {
+		msg += "\nexample:\n" + c.Example
+	}
+	msg += fmt.Sprintf("\n(%s --help says more)", c.CommandPath())
+	return &exitError{code: ExitUsage, err: errors.New(msg)}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,9 +24,10 @@ func runCmd(g *globals) *cobra.Command {
 	var workdir, output, taskFile, keyRef string
 	var job contract.JobKey
 	cmd := &cobra.Command{
-		Use:   "run [--dev] [--workdir DIR] TASK | --task-file FILE",
-		Short: "Run a task with the configured provider",
-		Args:  cobra.MaximumNArgs(1),
+		Use:     "run [--dev] [--workdir DIR] TASK | --task-file FILE",
+		Example: "  starter run --workdir ./service \"fix the failing test\"\n  starter run --dev --task-file task.md\n  KEEL_GATEWAY_FAKE=true starter run --dev \"fix the failing test\"   (the scripted fake model, no key)",
+		Short:   "Run a task with the configured provider",
+		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := newPrinter(output, g.stdout)
 			if err != nil {
@@ -37,7 +39,7 @@ func runCmd(g *globals) *cobra.Command {
 			}
 			cfg, err := g.load(cmd, nil)
 			if err != nil {
-				return err
+				return withFakeHint(err)
 			}
 			abs, onWorkers, err := resolveWorkdir(workdir, dev)
 			if err != nil {
@@ -50,6 +52,9 @@ func runCmd(g *globals) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			if dev {
+				// This run's worker serves this run alone: no other worker answers it, and it answers
+				// no other starter's session.
+				cfg.Temporal.TaskQueue = app.ProcessQueue(cfg.Temporal.TaskQueue)
 				stop, err := startDevWorker(ctx, g, cfg)
 				if err != nil {
 					return err
@@ -68,7 +73,7 @@ func runCmd(g *globals) *cobra.Command {
 			if ep != nil {
 				p.info("model endpoint: " + endpointLabel(*ep, cfg.Gateway.Model) + "; the workers fill in what the flags leave out")
 			}
-			spec := sessionSpec{workflowID: newWorkflowID("run"), task: task, workdir: abs, output: output, endpoint: ep}
+			spec := sessionSpec{workflowID: newWorkflowID("run"), task: task, workdir: abs, output: output, endpoint: ep, ownWorker: dev}
 			if job.Repository != "" {
 				job.Model = cfg.Gateway.Model
 				spec.workflowID, spec.job = job.WorkflowID(), true
@@ -88,7 +93,7 @@ func runCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&job.Commit, "commit", "", "job key: commit")
 	cmd.Flags().StringVar(&job.Path, "path", "", "job key: path in the repository")
 	cmd.Flags().StringVar(&job.PromptVersion, "prompt-version", "v1", "job key: prompt version")
-	cmd.Flags().BoolVar(&dev, "dev", false, "bring up a local dev server and an in-process worker if none is running")
+	cmd.Flags().BoolVar(&dev, "dev", false, "bring up a local dev server if none answers, and a worker in this process that serves this run alone (on a task queue of its own)")
 	cmd.Flags().StringVar(&workdir, "workdir", ".", "the work directory the tools are confined to, as the workers see it (an absolute path that is not on this machine is taken as one on the workers)")
 	cmd.Flags().StringVar(&taskFile, "task-file", "", "read the task from FILE (- for standard input) instead of the argument; one argument is capped at 128 KiB")
 	outputFlag(cmd, &output)
@@ -96,6 +101,17 @@ func runCmd(g *globals) *cobra.Command {
 	config.AddFlags(cmd.Flags(), config.GatewayBaseURL)
 	cmd.Flags().StringVar(&keyRef, "api-key-ref", "", "the NAME of the API key the workers send to --base-url, declared in their gateway.keys; never the key itself (default: the key the workers declare for that base URL)")
 	return cmd
+}
+
+// withFakeHint adds to a missing gateway.api_key the exact way to try a run without one: the
+// scripted fake gateway, and --dev for a worker that serves it.
+func withFakeHint(err error) error {
+	var ce *config.Error
+	if !errors.As(err, &ce) || ce.Key != config.GatewayAPIKey {
+		return err
+	}
+	return &exitError{code: ExitUsage, err: fmt.Errorf("%w; to run on the scripted fake gateway instead, set %s=true (%s: true in the file) and add --dev for a local worker that serves it",
+		err, config.EnvName(config.GatewayFake), config.GatewayFake)}
 }
 
 // sessionEndpoint is the model endpoint a run's flags ask for (--provider, --base-url, --model,

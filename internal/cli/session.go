@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/events"
@@ -32,6 +33,9 @@ type sessionSpec struct {
 	input *contract.SessionInput
 	// endpoint is the model endpoint the run's flags asked for; nil leaves it to the workers.
 	endpoint *contract.Endpoint
+	// ownWorker says the task queue is this process's own (app.ProcessQueue), served by its
+	// worker alone.
+	ownWorker bool
 }
 
 // startSession starts (or, for the same workflow ID, attaches to) a session, follows it until it
@@ -51,6 +55,7 @@ func startSession(ctx context.Context, c client.Client, cfg config.Config, spec 
 		TaskQueue:                cfg.Temporal.TaskQueue,
 		StaticSummary:            clip(spec.task, 200),
 		StaticDetails:            staticDetails(in),
+		Memo:                     map[string]any{escalation.TaskMemo: clip(spec.task, 200)},
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(contract.StatusKey.ValueSet(contract.StatusRunning)),
 	}
@@ -75,6 +80,9 @@ func startSession(ctx context.Context, c client.Client, cfg config.Config, spec 
 	defer stopWarn()
 	go warnNoWorker(wctx, c, cfg, p)
 	f := &follower{c: c, workflowID: run.GetID(), p: p, sink: sink, interactive: spec.output == "text" && stdinIsTerminal()}
+	if spec.ownWorker {
+		f.ownQueue = cfg.Temporal.TaskQueue
+	}
 	return f.follow(ctx, run)
 }
 

@@ -24,9 +24,10 @@ import (
 func watchCmd(g *globals) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
-		Use:   "watch WORKFLOW_ID",
-		Short: "Re-attach to a session from any terminal: the transcript so far, then live events",
-		Args:  cobra.ExactArgs(1),
+		Use:     "watch WORKFLOW_ID",
+		Example: "  starter watch " + exampleID,
+		Short:   "Re-attach to a session from any terminal: the transcript so far, then live events",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := newPrinter(output, g.stdout)
 			if err != nil {
@@ -74,9 +75,10 @@ func forkCmd(g *globals) *cobra.Command {
 	var turn int
 	var edits []string
 	cmd := &cobra.Command{
-		Use:   "fork WORKFLOW_ID --turn N [--edit CALL_ID=TEXT] [--workdir DIR]",
-		Short: "Start a new session from the first N turns of another, re-running none of their tools",
-		Args:  cobra.ExactArgs(1),
+		Use:     "fork WORKFLOW_ID --turn N [--edit CALL_ID=TEXT] [--workdir DIR]",
+		Example: "  starter fork " + exampleID + " --turn 3\n  starter fork " + exampleID + " --turn 2 --edit call_4=\"the file is calc.go\"",
+		Short:   "Start a new session from the first N turns of another, re-running none of their tools",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := newPrinter(output, g.stdout)
 			if err != nil {

@@ -23,6 +23,10 @@ type Key struct {
 type Endpoints struct {
 	Own  Config
 	Keys map[string]Key
+	// Scripted says Own is the scripted fake gateway of a dev stack: it serves sessions that leave
+	// the base URL to the worker (or name its own), and refuses one that names any other, which
+	// asked for a real model the scripted one would only pretend to be.
+	Scripted bool
 }
 
 // EndpointError says why a worker cannot serve a session's endpoint and which setting to fix. The
@@ -78,6 +82,10 @@ func (e *Endpoints) Resolve(ep contract.Endpoint) (Config, string, error) {
 		}
 	}
 	isOwn := base == own
+	if e.Scripted && !isOwn {
+		return Config{}, "", &EndpointError{Setting: "a worker with gateway.fake: false and that endpoint's settings", Msg: fmt.Sprintf(
+			"the session names %s, and this worker answers every call with the scripted fake gateway of a dev stack (starter dev, demo, run --dev with gateway.fake), which calls no other endpoint", base)}
+	}
 	name, value, err := e.key(ep.Key, base, isOwn)
 	if err != nil {
 		return Config{}, "", err

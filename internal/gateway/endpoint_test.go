@@ -104,3 +104,33 @@ func TestResolveEndpointWorkerWithoutBaseURL(t *testing.T) {
 		t.Fatalf("a look-alike host got key %q, %v", cfg.APIKey, err)
 	}
 }
+
+// TestResolveEndpointScripted: a worker whose gateway is a dev stack's scripted fake serves the
+// sessions that leave the endpoint to it or name its own base URL, and refuses one that names any
+// other base URL, saying that it only answers with the scripted model.
+func TestResolveEndpointScripted(t *testing.T) {
+	eps := &Endpoints{Own: Config{Provider: ProviderOpenAI, BaseURL: "http://127.0.0.1:4711/v1", APIKey: "fake-gateway-key", Model: "gpt-4o-mini"}, Scripted: true}
+	cases := []struct {
+		name   string
+		ep     contract.Endpoint
+		refuse bool
+	}{
+		{name: "left to the worker", ep: contract.Endpoint{}},
+		{name: "a model only", ep: contract.Endpoint{Model: "keel-fallback"}},
+		{name: "its own base URL", ep: contract.Endpoint{BaseURL: "http://127.0.0.1:4711/v1/"}},
+		{name: "a real provider's API", ep: contract.Endpoint{BaseURL: "https://api.openai.com/v1"}, refuse: true},
+		{name: "nothing listens there", ep: contract.Endpoint{BaseURL: "http://127.0.0.1:1/v1"}, refuse: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := eps.Resolve(c.ep)
+			var ee *EndpointError
+			switch {
+			case !c.refuse && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.refuse && (!errors.As(err, &ee) || !strings.Contains(err.Error(), "scripted fake gateway") || !strings.Contains(err.Error(), c.ep.BaseURL) || !strings.Contains(ee.Setting, "gateway.fake: false")):
+				t.Fatalf("got %v, want a refusal naming %s, the scripted fake gateway and gateway.fake: false", err, c.ep.BaseURL)
+			}
+		})
+	}
+}

@@ -84,12 +84,48 @@ const FallbackModel = "keel-fallback"
 // query changes on every call so repeat detection does not trip before the breaker opens.
 const FlakyTool = "flaky_lookup"
 
+// ModeInfo is one injection mode and what a person sees it do, in one line.
+type ModeInfo struct {
+	Name string
+	Does string
+}
+
+// ModeTable is every injection mode with what it does, in the order `starter demo --help` lists
+// them: the one place a mode is described for people.
+var ModeTable = []ModeInfo{
+	{ModeRateLimit, "the first model call gets 429 with Retry-After: 1 once; the retry waits and succeeds"},
+	{ModeThrottleForever, "every model call attempt gets 429; the throttle retries run out and the session fails"},
+	{ModeNetwork, "the connection closes before a byte on attempts 1 to 3; the fourth succeeds"},
+	{ModeServerError, "503 on attempts 1 and 2; the third succeeds"},
+	{ModeOverloaded, "529 overloaded once, with Retry-After: 1; the retry succeeds"},
+	{ModeTruncatedStart, "the stream opens and closes before any text, once; the retry succeeds"},
+	{ModeTruncated, "every reply is cut after a few words: surfaced, not retried, since the text was shown"},
+	{ModeSchema, "every reply carries an event that is not JSON: retried once, then surfaced"},
+	{ModeRefusal, "the model declines the request: surfaced"},
+	{ModeBudget, "the quota or credit is exhausted: surfaced, with an escalation notice"},
+	{ModeUnknown, "422 with a body in no provider's shape: surfaced (fail closed)"},
+	{ModeBadArgs, "every tool call has broken JSON arguments until a person answers the escalation"},
+	{ModeLoop, "the model repeats one read_file call until told it is repeating itself"},
+	{ModeLongCommand, "the first tool call runs sleep 15: time to press Esc, hit a limit or approve"},
+	{ModeChattyCommand, "the first tool call prints a line a second for 6 s, shown live under the status line"},
+	{ModeHang, "the first tool call runs sleep 3600, until cancelled or its timeout"},
+	{ModeSlowStream, "the first reply streams slowly for about 15 s: time to cancel mid-reply"},
+	{ModeToolError, "the first write_file fails with the file unchanged; the model retries it as told"},
+	{ModeBreaker, "an MCP tool fails on every call until its breaker opens and read_file is offered instead"},
+	{ModeEscape, "a hostile model tries every way out of the sandbox it knows, one per turn"},
+	{ModeEscapeHold, "a command that waits, then the escape attempts: time to cancel mid-escape"},
+	{ModePrimaryDown, "the primary model answers 503 on every call; the fallback model (gateway.fallbacks) answers"},
+}
+
 // Modes lists every injection mode, for tests and selftests that walk them all.
-var Modes = []string{
-	ModeRateLimit, ModeThrottleForever, ModeNetwork, ModeServerError, ModeOverloaded,
-	ModeTruncatedStart, ModeTruncated, ModeSchema, ModeRefusal, ModeBudget, ModeUnknown,
-	ModeBadArgs, ModeLoop, ModeLongCommand, ModeChattyCommand, ModeHang, ModeSlowStream, ModeToolError, ModeBreaker,
-	ModeEscape, ModeEscapeHold, ModePrimaryDown,
+var Modes = modeNames()
+
+func modeNames() []string {
+	names := make([]string, len(ModeTable))
+	for i, m := range ModeTable {
+		names[i] = m.Name
+	}
+	return names
 }
 
 // ModeHeader is the HTTP header a direct client of the fake may use to pick the mode of one

@@ -1,0 +1,70 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/demo"
+)
+
+// TestDevStackServesOnlyItsOwn: with `starter dev` running on the shared task queue, a `run --dev`
+// that names a real endpoint is served by its own worker (it fails at that endpoint, never
+// completed by the dev worker's scripted model); a plain `run --base-url` that reaches the dev
+// worker is refused, saying the worker is the scripted fake; and `demo --inject tool_error` shows
+// its fault, because the demo's own worker takes every call.
+func TestDevStackServesOnlyItsOwn(t *testing.T) {
+	shared := env.StarterEnv(t)
+	dev := startLiveEnv(t, shared, "dev")
+	if !waitFor(60*time.Second, func() bool { return strings.Contains(dev.stdout.String(), "dev stack ready") }) {
+		t.Fatalf("starter dev did not come up: %s", dev.stderr.String())
+	}
+	const nowhere = "http://127.0.0.1:1/v1"
+
+	t.Run("run --dev with a real endpoint", func(t *testing.T) {
+		ws := t.TempDir()
+		if err := demo.CopyWorkspace(ws); err != nil {
+			t.Fatal(err)
+		}
+		environ := append(append([]string(nil), shared...), "KEEL_GATEWAY_BASE_URL="+nowhere, "KEEL_GATEWAY_API_KEY=sk-test-not-a-key")
+		r := startLiveEnv(t, environ, "run", "--dev", "--workdir", ws, "-o", "jsonl", "fix the failing test").finish()
+		s := r.Summary
+		if s.Status == contract.StatusCompleted || r.Code == 0 {
+			t.Fatalf("exit %d, summary %+v: the session completed without the endpoint it names\n%s", r.Code, s, r.Stdout)
+		}
+		t.Logf("reason: %s", s.Reason)
+		if s.Status != contract.StatusFailed || !strings.Contains(s.Reason, "127.0.0.1:1") {
+			t.Fatalf("exit %d, summary %+v; want a failure at 127.0.0.1:1\n%s", r.Code, s, r.Stderr)
+		}
+		if s.ToolCalls != 0 || strings.Contains(r.Stdout, "Fixed:") {
+			t.Fatalf("the scripted model answered: %d tool calls\n%s", s.ToolCalls, r.Stdout)
+		}
+	})
+
+	t.Run("run --base-url on the dev worker", func(t *testing.T) {
+		environ := append(append([]string(nil), shared...), "KEEL_GATEWAY_FAKE=true")
+		r := startLiveEnv(t, environ, "run", "--workdir", t.TempDir(), "--base-url", nowhere, "-o", "jsonl", "fix the failing test").finish()
+		s := r.Summary
+		t.Logf("reason: %s", s.Reason)
+		if r.Code != 1 || s.Status != contract.StatusFailed || !strings.Contains(s.Reason, "scripted fake gateway") || !strings.Contains(s.Reason, nowhere) {
+			t.Fatalf("exit %d, summary %+v; want a failure saying the worker is the scripted fake and naming %s\n%s", r.Code, s, nowhere, r.Stderr)
+		}
+	})
+
+	t.Run("demo --inject tool_error", func(t *testing.T) {
+		r := startLiveEnv(t, shared, "demo", "--inject", "tool_error", "-o", "jsonl").finish()
+		if r.Code != 0 || r.Summary.Status != contract.StatusCompleted {
+			t.Fatalf("exit %d, summary %+v\n%s", r.Code, r.Summary, r.Stderr)
+		}
+		fault := false
+		for _, e := range r.Events {
+			if e.Event == contract.EventToolResult && e.IsError && strings.Contains(e.Text, "failed and the file is unchanged") {
+				fault = true
+			}
+		}
+		if !fault {
+			t.Fatalf("the injected write failure never showed:\n%s", r.Stdout)
+		}
+	})
+}
