@@ -66,6 +66,7 @@ func (a *Activities) Register(w worker.ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.CallModel, activity.RegisterOptions{Name: contract.CallModelActivity})
 	w.RegisterActivityWithOptions(a.CompactTranscript, activity.RegisterOptions{Name: contract.CompactActivity})
 	w.RegisterActivityWithOptions(a.RunTool, activity.RegisterOptions{Name: contract.RunToolActivity})
+	w.RegisterActivityWithOptions(a.ReadToolLedger, activity.RegisterOptions{Name: contract.ToolLedgerActivity})
 	w.RegisterActivityWithOptions(a.NotifyEscalation, activity.RegisterOptions{Name: contract.NotifyActivity})
 	w.RegisterActivityWithOptions(a.ListTools, activity.RegisterOptions{Name: contract.ListToolsActivity})
 }

@@ -11,33 +11,49 @@ import (
 	"github.com/keelrun/keel/internal/tools"
 	"github.com/keelrun/keel/internal/tools/mcp"
 	"github.com/keelrun/keel/internal/tools/sandbox"
+	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
 // RunTool runs one tool call, once. A tool failure is a result written for the model, never an
 // activity error: Temporal must not retry a call that may already have changed something. The
-// only errors are cancellation, so the workflow learns the call is really gone.
+// only errors are cancellation, so the workflow learns the call is really gone. The ledger of side
+// effects gets a claim before a tool that may change something starts and the outcome before the
+// activity reports, so a turn that never hears back can still tell what happened.
 func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (contract.ToolResult, error) {
 	a.Events.Publish(ctx, req.Sinks, contract.Event{
 		Event: contract.EventToolCall, WorkflowID: req.SessionID, Turn: req.Turn,
 		Tool: req.Call.Name, CallID: req.Call.ID, Arguments: req.Call.Arguments,
 	})
-	stop := a.keepBeating(ctx, func() any { return req.Call.ID })
-	live, stopLive := a.liveOutput(ctx, req)
-	res, err := a.tools().Run(withLiveOutput(ctx, live), req)
-	stopLive()
-	stop()
-	if err != nil {
-		return contract.ToolResult{}, err
+	key := ledgerKey(ctx, req.SessionID, req.Turn, req.Call.ID)
+	var res contract.ToolResult
+	if a.claim(ctx, key, req) {
+		stop := a.keepBeating(ctx, func() any { return req.Call.ID })
+		live, stopLive := a.liveOutput(ctx, req)
+		var err error
+		res, err = a.tools().Run(withLiveOutput(ctx, live), req)
+		stopLive()
+		stop()
+		if err != nil {
+			// The runner could not attempt the call: nothing ran, and the ledger says so by
+			// holding no outcome for it.
+			return contract.ToolResult{}, err
+		}
+	} else {
+		res = contract.ToolResult{Content: toolspec.ClaimFailedFeedback(req.Call.Name), IsError: true}
 	}
 	outcome := record.ToolOK
 	if res.IsError {
 		outcome = record.ToolError
 	}
 	if ctx.Err() != nil {
+		a.settle(ctx, key, req, res, false)
 		record.ToolCall(activity.GetMetricsHandler(ctx), req.Call.Name, record.ToolCancelled)
 		activity.GetLogger(ctx).Info("tool call cancelled", "tool", req.Call.Name)
 		return res, temporal.NewCanceledError("the tool call was cancelled")
 	}
+	// Recorded as shown before it is posted: a worker that dies in between leaves the stream one
+	// result short, never two results for one call.
+	a.settle(ctx, key, req, res, true)
 	record.ToolCall(activity.GetMetricsHandler(ctx), req.Call.Name, outcome)
 	a.Events.Publish(ctx, req.Sinks, contract.Event{
 		Event: contract.EventToolResult, WorkflowID: req.SessionID, Turn: req.Turn,

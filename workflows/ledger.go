@@ -90,6 +90,7 @@ func (s *session) summary(ctx workflow.Context, status, answer string) contract.
 		FallbackCalls:    c.FallbackCalls,
 		Compactions:      c.Compactions,
 		CompactionTokens: c.CompactionTokens,
+		ReconciledCalls:  c.ReconciledCalls,
 		CachedTokens:     s.state.Usage.CachedTokens,
 		Tokens:           s.state.Usage.Total(),
 		Usage:            s.state.Usage,

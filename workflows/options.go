@@ -72,6 +72,16 @@ func toolOptions(call contract.ToolCall, policy contract.ToolPolicy, hb time.Dur
 	}
 }
 
+// ledgerOptions read the ledger of side effects: a read, so retried a few times, and bounded so
+// a store that does not answer ends in "outcome unknown" instead of a hung turn.
+func ledgerOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		Summary:             "ledger",
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 5},
+	}
+}
+
 // Version markers of changes to running sessions (see docs/operations.md, "Versioning").
 const (
 	versionListTools = "list-tools"
@@ -81,6 +91,10 @@ const (
 	// on changed, not after every turn.
 	versionSearchOnChange = "search-on-change"
 )
+
+// versionToolLedger marks turns that answer a tool activity that never reported from the ledger
+// of side effects (its outcome, "not run" or "outcome unknown") instead of always "outcome unknown".
+const versionToolLedger = "tool-ledger"
 
 // versionTypedEnds marks sessions that end Canceled or Failed (with a typed error carrying the
 // summary) instead of Completed when they did not complete.

@@ -114,18 +114,21 @@ func (t *turn) runTool(ctx workflow.Context, call contract.ToolCall, server, key
 		if ctx.Err() != nil || isCanceled(err) {
 			return temporal.NewCanceledError()
 		}
-		// The worker died or the activity timed out mid-call: the outcome is unknown, and the call
-		// is never run again by Temporal.
-		record.ToolCall(workflow.GetMetricsHandler(ctx), call.Name, record.ToolUnknown)
-		if server != "" {
-			t.breakers.Record(t.in.Policy.Breaker, key, workflow.Now(ctx), false)
+		// The worker died, the activity timed out or its completion was lost: the ledger of side
+		// effects says which, and the call is never run again by Temporal.
+		if workflow.GetVersion(ctx, versionToolLedger, workflow.DefaultVersion, 1) == 1 {
+			return t.reconcile(ctx, call, server, key)
 		}
-		text := toolspec.OutcomeUnknownFeedback(call.Name, call.Arguments)
-		t.reply(call, text, true)
-		// The activity never posted its result; the stream shows what the model was told instead.
-		t.res.Events = append(t.res.Events, contract.Event{Event: contract.EventToolResult, Turn: t.in.Turn, Tool: call.Name, CallID: call.ID, IsError: true, Text: text})
+		t.outcomeUnknown(ctx, call, server, key)
 		return nil
 	}
+	t.answer(ctx, call, server, key, res)
+	return nil
+}
+
+// answer feeds a call's result back, tells an MCP tool's breaker how it went and escalates what
+// the model cannot fix.
+func (t *turn) answer(ctx workflow.Context, call contract.ToolCall, server, key string, res contract.ToolResult) {
 	// Only MCP servers trip breakers: a failing built-in tool runs in this worker and its failures
 	// are the model's to fix (a missing file), not an outage.
 	if server != "" && !toolspec.IsPolicyViolation(res) {
@@ -138,6 +141,57 @@ func (t *turn) runTool(ctx workflow.Context, call contract.ToolCall, server, key
 		t.escalateCall(contract.ReasonPolicy, call, "a call outside the tool policy", res.Content)
 	case res.Fatal:
 		t.escalateCall(contract.ReasonFatalTool, call, call.Name+" hit an error the model cannot fix", res.Content)
+	}
+}
+
+// outcomeUnknown answers a call that may or may not have done its work.
+func (t *turn) outcomeUnknown(ctx workflow.Context, call contract.ToolCall, server, key string) {
+	record.ToolCall(t.metrics, call.Name, record.ToolUnknown)
+	if server != "" {
+		t.breakers.Record(t.in.Policy.Breaker, key, workflow.Now(ctx), false)
+	}
+	t.replyShown(call, toolspec.OutcomeUnknownFeedback(call.Name, call.Arguments))
+}
+
+// replyShown answers a call with feedback no activity posted, and adds the tool_result event the
+// stream shows for it instead: the only one for that call.
+func (t *turn) replyShown(call contract.ToolCall, text string) {
+	t.reply(call, text, true)
+	t.res.Events = append(t.res.Events, contract.Event{Event: contract.EventToolResult, Turn: t.in.Turn, Tool: call.Name, CallID: call.ID, IsError: true, Text: text})
+}
+
+// reconcile answers a call whose activity never reported from the ledger of side effects: the
+// recorded outcome is the result; no claim means the tool never started (reported as not run, so
+// the model decides whether it still wants it and nothing runs twice behind its back); only a
+// claim without an outcome is "outcome unknown". A ledger that cannot be read is the last case.
+func (t *turn) reconcile(ctx workflow.Context, call contract.ToolCall, server, key string) error {
+	lctx := workflow.WithActivityOptions(ctx, ledgerOptions())
+	var ans contract.LedgerAnswer
+	if err := workflow.ExecuteActivity(lctx, contract.ToolLedgerActivity, contract.LedgerRequest{
+		SessionID: t.in.SessionID, Turn: t.in.Turn, CallID: call.ID,
+	}).Get(lctx, &ans); err != nil {
+		if ctx.Err() != nil || isCanceled(err) {
+			return temporal.NewCanceledError()
+		}
+		ans = contract.LedgerAnswer{Verdict: contract.LedgerUnknown}
+	}
+	t.res.Counters.ReconciledCalls++
+	switch ans.Verdict {
+	case contract.LedgerOutcome:
+		outcome := record.ToolOK
+		if ans.Result.IsError {
+			outcome = record.ToolError
+		}
+		record.ToolCall(t.metrics, call.Name, outcome)
+		if !ans.Shown {
+			t.res.Events = append(t.res.Events, contract.Event{Event: contract.EventToolResult, Turn: t.in.Turn, Tool: call.Name, CallID: call.ID, IsError: ans.Result.IsError, Text: ans.Result.Content})
+		}
+		t.answer(ctx, call, server, key, ans.Result)
+	case contract.LedgerNotRun:
+		record.ToolCall(t.metrics, call.Name, record.ToolBlocked)
+		t.replyShown(call, toolspec.NotRunFeedback(call.Name))
+	default:
+		t.outcomeUnknown(ctx, call, server, key)
 	}
 	return nil
 }

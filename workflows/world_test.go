@@ -55,6 +55,11 @@ type world struct {
 	started, cancelled []string
 	// tool answers a tool call; nil answers every call with a plain success.
 	tool func(contract.ToolRequest) contract.ToolResult
+	// toolErr, when set and returning an error, ends the tool activity with it instead (a
+	// timeout stands for a dead worker or a lost completion).
+	toolErr func(contract.ToolRequest) error
+	// ledger answers ReadToolLedger; nil answers that nothing was recorded.
+	ledger func(contract.LedgerRequest) (contract.LedgerAnswer, error)
 	// toolDelay is how long every tool call takes on the workflow clock.
 	toolDelay time.Duration
 	// compact answers the CompactTranscript activity; nil folds nothing. compactDelay is how long
@@ -79,6 +84,12 @@ func newWorld(t *testing.T, script ...reply) *world {
 	env.RegisterActivityWithOptions(w.callModel, activity.RegisterOptions{Name: contract.CallModelActivity})
 	env.RegisterActivityWithOptions(w.runTool, activity.RegisterOptions{Name: contract.RunToolActivity})
 	env.RegisterActivityWithOptions(w.notify, activity.RegisterOptions{Name: contract.NotifyActivity})
+	env.RegisterActivityWithOptions(func(_ context.Context, req contract.LedgerRequest) (contract.LedgerAnswer, error) {
+		if w.ledger == nil {
+			return contract.LedgerAnswer{Verdict: contract.LedgerNotRun}, nil
+		}
+		return w.ledger(req)
+	}, activity.RegisterOptions{Name: contract.ToolLedgerActivity})
 	compact := func(ctx context.Context, req contract.CompactRequest) (contract.CompactResult, error) {
 		if w.compact == nil {
 			return contract.CompactResult{}, nil
@@ -155,6 +166,11 @@ func (w *world) runTool(_ context.Context, req contract.ToolRequest) (contract.T
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.toolReqs = append(w.toolReqs, req)
+	if w.toolErr != nil {
+		if err := w.toolErr(req); err != nil {
+			return contract.ToolResult{}, err
+		}
+	}
 	if w.tool != nil {
 		return w.tool(req), nil
 	}

@@ -87,6 +87,9 @@ type Counters struct {
 	// calls used (also part of the usage).
 	Compactions      int   `json:"compactions,omitempty"`
 	CompactionTokens int64 `json:"compaction_tokens,omitempty"`
+	// ReconciledCalls counts tool calls whose activity never reported (timed out, lost its worker
+	// or its completion) and whose answer came from the ledger of side effects instead.
+	ReconciledCalls int `json:"reconciled_calls,omitempty"`
 }
 
 // Add returns the sum of two counter sets.
@@ -100,6 +103,7 @@ func (c Counters) Add(o Counters) Counters {
 
 		Compactions:      c.Compactions + o.Compactions,
 		CompactionTokens: c.CompactionTokens + o.CompactionTokens,
+		ReconciledCalls:  c.ReconciledCalls + o.ReconciledCalls,
 	}
 }
 
@@ -119,7 +123,10 @@ type Summary struct {
 	// the tokens their model calls used, part of Tokens.
 	Compactions      int   `json:"compactions"`
 	CompactionTokens int64 `json:"compaction_tokens"`
-	Tokens           int64 `json:"tokens"`
+	// ReconciledCalls counts the tool calls answered from the ledger of side effects because their
+	// activity never reported (see Counters.ReconciledCalls).
+	ReconciledCalls int   `json:"reconciled_calls"`
+	Tokens          int64 `json:"tokens"`
 	// CachedTokens are the input tokens read from the provider's prompt cache, part of Tokens.
 	CachedTokens int64 `json:"cached_tokens"`
 	// Usage splits Tokens into input and output.

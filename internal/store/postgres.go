@@ -20,6 +20,10 @@ type PostgresStore struct {
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS keel_messages (id text PRIMARY KEY, parent text NOT NULL, body jsonb NOT NULL)`,
 	`CREATE TABLE IF NOT EXISTS keel_blobs (id text PRIMARY KEY, data bytea NOT NULL)`,
+	// The ledger of side effects (see Ledger): id is LedgerKey's digest, the other columns name
+	// the call for a person reading the table.
+	`CREATE TABLE IF NOT EXISTS keel_ledger (id text PRIMARY KEY, session_id text NOT NULL, turn integer NOT NULL,
+		call_id text NOT NULL, claimed boolean NOT NULL DEFAULT true, outcome jsonb, at timestamptz NOT NULL DEFAULT now())`,
 }
 
 // OpenPostgres connects and creates the table if needed.

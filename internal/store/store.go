@@ -25,6 +25,8 @@ type Store interface {
 	Load(ctx context.Context, head string) ([]contract.Message, error)
 	// Blobs keep large Temporal payloads out of history (see ExternalStorage).
 	Blobs
+	// Ledger records every tool call's claim and outcome.
+	Ledger
 	Close() error
 }
 
