@@ -34,13 +34,16 @@ type BotConfig struct {
 	Namespace       string
 	CallTimeout     time.Duration
 	Logger          *slog.Logger
+	// Dial connects to Temporal the way every Keel program does (TLS, API key, profile,
+	// encryption); nil dials TemporalAddress and Namespace in plain text.
+	Dial func(ctx context.Context) (client.Client, error)
 }
 
 // RunSlackBot dials Temporal, listens on cfg.Listen and serves the bot until ctx is done.
 func RunSlackBot(ctx context.Context, cfg BotConfig) error {
-	c, err := client.DialContext(ctx, client.Options{HostPort: orDefault(cfg.TemporalAddress, DefaultTemporalAddress), Namespace: orDefault(cfg.Namespace, DefaultNamespace)})
+	c, err := dialTemporal(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("connecting to temporal at %s: %w", orDefault(cfg.TemporalAddress, DefaultTemporalAddress), err)
+		return err
 	}
 	defer c.Close()
 	ln, err := net.Listen("tcp", orDefault(cfg.Listen, DefaultSlackListen))
@@ -48,6 +51,18 @@ func RunSlackBot(ctx context.Context, cfg BotConfig) error {
 		return fmt.Errorf("listening for slack requests: %w", err)
 	}
 	return ServeSlackBot(ctx, cfg, TemporalAnswerer{Client: c}, ln)
+}
+
+// dialTemporal connects with cfg.Dial, or in plain text when none is given.
+func dialTemporal(ctx context.Context, cfg BotConfig) (client.Client, error) {
+	if cfg.Dial != nil {
+		return cfg.Dial(ctx)
+	}
+	c, err := client.DialContext(ctx, client.Options{HostPort: orDefault(cfg.TemporalAddress, DefaultTemporalAddress), Namespace: orDefault(cfg.Namespace, DefaultNamespace)})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to temporal at %s: %w", orDefault(cfg.TemporalAddress, DefaultTemporalAddress), err)
+	}
+	return c, nil
 }
 
 // ServeSlackBot serves the bot on ln with the given Answerer until ctx is done, then stops taking

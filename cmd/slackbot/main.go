@@ -14,9 +14,11 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
 	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/connect"
 )
 
 // exitConfig is the exit code of a configuration mistake.
@@ -86,6 +88,7 @@ func loadConfig(cmd *cobra.Command) (escalation.BotConfig, error) {
 		Listen: s.Listen, SigningSecret: s.SigningSecret, BotToken: s.BotToken, TeamID: s.TeamID,
 		Approvers: s.Approvers, SlackAPIURL: s.APIURL,
 		TemporalAddress: c.Temporal.Address, Namespace: c.Temporal.Namespace,
+		Dial: func(ctx context.Context) (client.Client, error) { return connect.Dial(ctx, c, nil) },
 	}
 	return cfg, nil
 }

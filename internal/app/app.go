@@ -22,6 +22,7 @@ import (
 	"github.com/keelrun/keel/activities"
 	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/connect"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/gateway"
@@ -39,23 +40,18 @@ func Dial(ctx context.Context, cfg config.Config) (client.Client, error) {
 
 // DialWithMetrics connects with a metrics handler, so the SDK's metrics and Keel's own (recorded
 // through the same handler from workflows and activities) reach Prometheus. Payloads over
-// store.PayloadThreshold go to the configured store instead of into history.
+// store.PayloadThreshold go to the configured store instead of into history. Where and how it
+// connects (TLS, API key, the Temporal profile, encryption) is connect.Dial's.
 func DialWithMetrics(ctx context.Context, cfg config.Config, mh client.MetricsHandler) (client.Client, error) {
 	st, err := OpenStore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.DialContext(ctx, client.Options{
-		HostPort:        cfg.Temporal.Address,
-		Namespace:       cfg.Temporal.Namespace,
-		Logger:          Logger(os.Getenv("KEEL_LOG") != ""),
-		MetricsHandler:  mh,
-		ExternalStorage: store.ExternalStorage(st),
+	return connect.Dial(ctx, cfg, func(o *client.Options) {
+		o.Logger = Logger(os.Getenv("KEEL_LOG") != "")
+		o.MetricsHandler = mh
+		o.ExternalStorage = store.ExternalStorage(st)
 	})
-	if err != nil {
-		return nil, fmt.Errorf("connecting to temporal at %s: %w", cfg.Temporal.Address, err)
-	}
-	return c, nil
 }
 
 // Logger is the SDK logger: quiet unless verbose, because the starter's terminal belongs to the user.
@@ -219,13 +215,17 @@ var (
 // OpenStore returns the configured transcript store, opened once per process: the client (for
 // large payloads), the activities and the starter's commands share it, so a worker holds one
 // PostgreSQL pool, not one per use. It stays open for the life of the process; callers do not
-// close it.
+// close it. With codec.keys, what it keeps is encrypted at rest (store.Sealed).
 func OpenStore(ctx context.Context, cfg config.Config) (store.Store, error) {
 	loc := cfg.Store.Path
 	if cfg.Store.Backend == "postgres" {
 		loc = cfg.Store.DSN
 	}
-	key := cfg.Store.Backend + "\x00" + loc
+	keys, err := connect.Keys(cfg, connect.OSEnv)
+	if err != nil {
+		return nil, err
+	}
+	key := cfg.Store.Backend + "\x00" + loc + "\x00" + strings.Join(cfg.Codec.Keys, ",")
 	storesMu.Lock()
 	defer storesMu.Unlock()
 	if st, ok := stores[key]; ok {
@@ -234,6 +234,9 @@ func OpenStore(ctx context.Context, cfg config.Config) (store.Store, error) {
 	st, err := store.Open(ctx, cfg.Store.Backend, loc)
 	if err != nil {
 		return nil, err
+	}
+	if keys != nil {
+		st = store.Sealed(st, keys)
 	}
 	stores[key] = st
 	return st, nil

@@ -34,6 +34,7 @@ type Config struct {
 	Escalation Escalation
 	Metrics    Metrics
 	Events     Events
+	Codec      Codec
 	// MCP lists the MCP servers whose tools the sessions get.
 	MCP []MCPServer
 	// File is the configuration file that was read, as an absolute path; "" when none was.
@@ -53,6 +54,38 @@ type Temporal struct {
 	// cannot push cancellation to the worker (no worker commands): a cancel then arrives only in
 	// a heartbeat reply, so this bounds how long a cancelled command runs on.
 	FallbackHeartbeat time.Duration
+	// Profile names the temporal.toml profile read under these keys (TEMPORAL_PROFILE);
+	// APIKey, TLS and the address and namespace above override what the profile says.
+	Profile string
+	// APIKey is sent as the Authorization bearer on every call (Temporal Cloud's API keys).
+	APIKey string
+	TLS    TLS
+	// ConnectTimeout bounds connecting and the first health check, so a wrong setting fails
+	// with one line instead of a hang.
+	ConnectTimeout time.Duration
+}
+
+// TLS configures the client's TLS to Temporal; paths are absolute. The zero value means plain
+// TCP unless the profile or an API key asks for TLS.
+type TLS struct {
+	// Enabled asks for TLS with the system's roots even when no CA or certificate is set.
+	Enabled    bool
+	CA         string
+	Cert       string
+	Key        string
+	ServerName string
+}
+
+// Codec configures payload encryption and the codec server.
+type Codec struct {
+	// Keys are ID=env:VARIABLE or ID=file:PATH, the encrypting key first; none: no encryption.
+	Keys []string
+	// Listen is the codec server's address.
+	Listen string
+	// Token is what the codec server requires as the Authorization bearer; empty: none.
+	Token string
+	// Origins are the browser origins the codec server answers (CORS); empty: the Web UI's.
+	Origins []string
 }
 
 // Dev configures the local dev stack the starter can bring up.

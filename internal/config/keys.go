@@ -138,6 +138,19 @@ const (
 	TemporalUIURL             = "temporal.ui_url"
 	TemporalTurnsPerRun       = "temporal.turns_per_run"
 	TemporalFallbackHeartbeat = "temporal.fallback_heartbeat"
+	TemporalProfile           = "temporal.profile"
+	TemporalAPIKey            = "temporal.api_key"
+	TemporalConnectTimeout    = "temporal.connect_timeout"
+	TemporalTLSEnabled        = "temporal.tls.enabled"
+	TemporalTLSCA             = "temporal.tls.ca"
+	TemporalTLSCert           = "temporal.tls.cert"
+	TemporalTLSKey            = "temporal.tls.key"
+	TemporalTLSServerName     = "temporal.tls.server_name"
+
+	CodecKeys    = "codec.keys"
+	CodecListen  = "codec.listen"
+	CodecToken   = "codec.token"
+	CodecOrigins = "codec.origins"
 
 	DevStateDir    = "dev.state_dir"
 	DevUIPort      = "dev.ui_port"
@@ -232,6 +245,34 @@ var settings = []Setting{
 			"the worker says so at start); with worker commands they heartbeat every 15 s, for liveness only (docs/failure-handling.md)",
 		Hint: "heartbeat cadence when the server cannot push cancellation to the worker",
 		into: func(d *draft) any { return &d.Temporal.FallbackHeartbeat }},
+	{Name: TemporalProfile, Default: "", Env: []string{"TEMPORAL_PROFILE"}, ReadBy: Worker | Starter | SlackBot,
+		DefaultDoc: "empty: the profile `default`",
+		Doc: "the profile of the Temporal client configuration file (`temporal.toml`, at `TEMPORAL_CONFIG_FILE` or the user's " +
+			"config folder) to connect with; the `TEMPORAL_*` variables apply over it and Keel's `temporal.*` keys over both " +
+			"([deployment](deployment.md#temporal-cloud))",
+		into: func(d *draft) any { return &d.Temporal.Profile }},
+	{Name: TemporalAPIKey, Default: "", ReadBy: Worker | Starter | SlackBot,
+		Doc:  "API key sent as the bearer of every call (Temporal Cloud); implies TLS. Keep it in the environment (or `TEMPORAL_API_KEY`)",
+		Hint: "better in KEEL_TEMPORAL_API_KEY or TEMPORAL_API_KEY", into: func(d *draft) any { return &d.Temporal.APIKey }},
+	{Name: TemporalConnectTimeout, Kind: Duration, Default: "10s", ReadBy: Worker | Starter | SlackBot,
+		Doc:  "how long connecting and the first health check may take before the program stops, saying which setting to check",
+		into: func(d *draft) any { return &d.Temporal.ConnectTimeout }},
+	{Name: TemporalTLSEnabled, Kind: Bool, Default: false, ReadBy: Worker | Starter | SlackBot,
+		Doc:  "connect with TLS, verifying the server against the system's roots, even when no CA or certificate is set",
+		into: func(d *draft) any { return &d.Temporal.TLS.Enabled }},
+	{Name: TemporalTLSCA, Kind: Path, Default: "", ReadBy: Worker | Starter | SlackBot,
+		Doc:  "PEM file of the CA that signed the server's certificate (self-hosted TLS); implies TLS",
+		into: func(d *draft) any { return &d.Temporal.TLS.CA }},
+	{Name: TemporalTLSCert, Kind: Path, Default: "", ReadBy: Worker | Starter | SlackBot,
+		Doc:  "PEM file of the client certificate, for mTLS (with `temporal.tls.key`); implies TLS",
+		into: func(d *draft) any { return &d.Temporal.TLS.Cert }},
+	{Name: TemporalTLSKey, Kind: Path, Default: "", ReadBy: Worker | Starter | SlackBot,
+		Doc:  "PEM file of the client certificate's private key",
+		into: func(d *draft) any { return &d.Temporal.TLS.Key }},
+	{Name: TemporalTLSServerName, Default: "", ReadBy: Worker | Starter | SlackBot,
+		DefaultDoc: "empty: the host of `temporal.address`",
+		Doc:        "name the server's certificate must carry, when it differs from the address's host",
+		into:       func(d *draft) any { return &d.Temporal.TLS.ServerName }},
 
 	{Name: DevStateDir, Kind: Path, Default: "", Flag: "state-dir", FlagIn: Starter, ReadBy: Worker | Starter,
 		FlagUsage:  "folder for the dev server's state and the local store, outside every work directory; default: the user's state folder",
@@ -370,6 +411,24 @@ var settings = []Setting{
 		Doc:  "tool → tool offered while the first one's breaker is open, e.g. `{flaky_lookup: read_file}`",
 		Hint: "e.g. {flaky_lookup: read_file}: offered while a breaker is open",
 		into: func(d *draft) any { return &d.Tools.Fallbacks }},
+
+	{Name: CodecKeys, Kind: List, Default: []string{}, ReadBy: Worker | Starter | SlackBot,
+		Doc: "encryption keys as `ID=env:VARIABLE` or `ID=file:PATH` (32 bytes: base64, hex or raw), the encrypting key first: " +
+			"with one, every Temporal payload and the store's transcripts and large payloads are encrypted (AES-256-GCM); " +
+			"keep older keys behind the new one so earlier sessions still decrypt ([deployment](deployment.md#encrypted-payloads))",
+		Hint: "e.g. [k2=file:/etc/keel/k2.key, k1=env:KEEL_KEY_K1]; empty: payloads in plain text",
+		into: func(d *draft) any { return &d.Codec.Keys }},
+	{Name: CodecListen, Default: "127.0.0.1:8081", ReadBy: Starter,
+		Flag: "codec-listen", FlagIn: Starter, FlagUsage: "address the codec server listens on",
+		Doc:  "address `starter codec-server` (and `starter dev` with a key) serves `/encode` and `/decode` on",
+		into: func(d *draft) any { return &d.Codec.Listen }},
+	{Name: CodecToken, Default: "", ReadBy: Starter,
+		Doc:  "token the codec server requires as `Authorization: Bearer …`; empty: anyone who can reach it decodes. Keep it in the environment",
+		Hint: "better in KEEL_CODEC_TOKEN", into: func(d *draft) any { return &d.Codec.Token }},
+	{Name: CodecOrigins, Kind: List, Default: []string{}, ReadBy: Starter,
+		DefaultDoc: "empty: the origin of `temporal.ui_url`",
+		Doc:        "browser origins the codec server answers (CORS), such as the Web UI's `http://127.0.0.1:8233`",
+		into:       func(d *draft) any { return &d.Codec.Origins }},
 
 	{Name: StoreBackend, Kind: Choice, OneOf: []string{"file", "postgres"}, Default: "file", ReadBy: Worker | Starter,
 		Doc: "where transcripts are kept", Hint: "file (under dev.state_dir/store) or postgres",

@@ -1,0 +1,101 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/keelrun/keel/internal/contract"
+)
+
+// Sealer encrypts bytes kept at rest and decrypts them again; Open returns bytes it did not seal
+// (written before a key was configured) unchanged.
+type Sealer interface {
+	Seal(plain []byte) ([]byte, error)
+	Open(data []byte) ([]byte, error)
+}
+
+// sealedRole and sealedMarker mark a stored message that holds a sealed message: the role says
+// nothing of the original, the content is the marker and the sealed bytes in base64.
+const (
+	sealedRole   = "sealed"
+	sealedMarker = "keel-sealed-message:"
+)
+
+// Sealed keeps transcripts and blobs encrypted at rest in st: each message is stored as one
+// sealed message, each blob sealed as a whole. Everything else (Close, and what st adds) passes
+// through. Encryption draws a fresh nonce, so appending the same message twice (an activity
+// retried after a crash) stores a second node with its own head instead of reusing the first;
+// both load the same transcript.
+func Sealed(st Store, s Sealer) Store { return &sealed{Store: st, s: s} }
+
+type sealed struct {
+	Store
+	s Sealer
+}
+
+// Append seals each message before st stores it.
+func (x *sealed) Append(ctx context.Context, parent string, msgs []contract.Message) (string, error) {
+	out := make([]contract.Message, len(msgs))
+	for i, m := range msgs {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return "", fmt.Errorf("encoding a message to seal: %w", err)
+		}
+		sb, err := x.s.Seal(b)
+		if err != nil {
+			return "", fmt.Errorf("sealing a message: %w", err)
+		}
+		out[i] = contract.Message{Role: sealedRole, Content: sealedMarker + base64.StdEncoding.EncodeToString(sb)}
+	}
+	return x.Store.Append(ctx, parent, out)
+}
+
+// Load opens each sealed message; messages stored before a key was configured come back as
+// they are.
+func (x *sealed) Load(ctx context.Context, head string) ([]contract.Message, error) {
+	msgs, err := x.Store.Load(ctx, head)
+	if err != nil {
+		return nil, err
+	}
+	for i, m := range msgs {
+		if m.Role != sealedRole || !strings.HasPrefix(m.Content, sealedMarker) {
+			continue
+		}
+		sb, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(m.Content, sealedMarker))
+		if err != nil {
+			return nil, fmt.Errorf("reading a sealed message: %w", err)
+		}
+		b, err := x.s.Open(sb)
+		if err != nil {
+			return nil, fmt.Errorf("opening a sealed message: %w", err)
+		}
+		var plain contract.Message
+		if err := json.Unmarshal(b, &plain); err != nil {
+			return nil, fmt.Errorf("decoding a sealed message: %w", err)
+		}
+		msgs[i] = plain
+	}
+	return msgs, nil
+}
+
+// PutBlob seals a blob. Payloads Temporal's codec already encrypted are sealed once more, which
+// costs little and keeps the rule simple: nothing in the store is plain.
+func (x *sealed) PutBlob(ctx context.Context, id string, data []byte) error {
+	sb, err := x.s.Seal(data)
+	if err != nil {
+		return fmt.Errorf("sealing a blob: %w", err)
+	}
+	return x.Store.PutBlob(ctx, id, sb)
+}
+
+// GetBlob opens a blob PutBlob sealed.
+func (x *sealed) GetBlob(ctx context.Context, id string) ([]byte, error) {
+	b, err := x.Store.GetBlob(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return x.s.Open(b)
+}
