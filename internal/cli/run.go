@@ -194,6 +194,13 @@ func devCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer stop()
+			if len(cfg.Codec.Keys) > 0 {
+				stopCodec, err := startCodecServer(cfg, g.stdout)
+				if err != nil {
+					return err
+				}
+				defer stopCodec()
+			}
 			fmt.Fprintf(g.stdout, "keel: dev stack ready: Temporal %s, Web UI %s, task queue %s. Ctrl+C stops it.\n",
 				cfg.Temporal.Address, cfg.Temporal.UIURL, cfg.Temporal.TaskQueue)
 			<-ctx.Done()
