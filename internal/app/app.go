@@ -6,7 +6,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -48,19 +46,10 @@ func DialWithMetrics(ctx context.Context, cfg config.Config, mh client.MetricsHa
 		return nil, err
 	}
 	return connect.Dial(ctx, cfg, func(o *client.Options) {
-		o.Logger = Logger(os.Getenv("KEEL_LOG") != "")
+		o.Logger = Logger(os.Getenv(LogEnv) != "")
 		o.MetricsHandler = mh
 		o.ExternalStorage = store.ExternalStorage(st)
 	})
-}
-
-// Logger is the SDK logger: quiet unless verbose, because the starter's terminal belongs to the user.
-func Logger(verbose bool) sdklog.Logger {
-	var w io.Writer = io.Discard
-	if verbose {
-		w = os.Stderr
-	}
-	return sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn})))
 }
 
 // RegisterWorkflows registers both workflows under their contract names.
@@ -288,6 +277,7 @@ func NewWorkerWith(c client.Client, queue string, opts worker.Options, hb Heartb
 // RunWorker is the worker process: connect, build the dependencies, serve metrics if configured,
 // and serve the task queue until ctx ends.
 func RunWorker(ctx context.Context, cfg config.Config, hooks ...ToolHook) error {
+	OperatorLogs(os.Stderr)
 	if err := CheckSandbox(cfg); err != nil {
 		return err
 	}
