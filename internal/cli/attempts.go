@@ -216,6 +216,9 @@ func settle(ev *historypb.HistoryEvent, byID map[int64]*attemptRow) {
 	}
 	if r := byID[sched]; r != nil {
 		r.Outcome = outcome
+		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil && strings.HasPrefix(r.Activity, contract.ToolLedgerActivity) {
+			r.Outcome = reconciled(a.GetResult())
+		}
 		if (strings.HasPrefix(r.Activity, contract.CallModelActivity) || strings.HasPrefix(r.Activity, contract.CompactActivity)) && (model != "" || r.Model == "") {
 			r.Model = model
 		}

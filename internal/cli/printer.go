@@ -128,6 +128,9 @@ func (t *textPrinter) summary(s contract.Summary) {
 	if s.Compactions > 0 {
 		t.line(fmt.Sprintf("compacted %d times (%d of the tokens)", s.Compactions, s.CompactionTokens))
 	}
+	if s.ReconciledCalls > 0 {
+		t.line(fmt.Sprintf("%d tool calls never reported and were answered from the ledger (see starter attempts)", s.ReconciledCalls))
+	}
 	if s.Reason != "" {
 		t.line("reason: " + s.Reason)
 	}
