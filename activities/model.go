@@ -38,7 +38,7 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 		// repeated text is never shown silently.
 		a.Events.Publish(ctx, req.Sinks, contract.Event{
 			Event: contract.EventNotice, WorkflowID: req.SessionID, Turn: req.Turn, Attempt: attempt,
-			Text: fmt.Sprintf("a worker stopped while this reply was streaming (%d pieces shown); the reply starts again from the beginning", prev.Deltas),
+			Text: restartNotice(prev.Deltas),
 		})
 	}
 
@@ -64,6 +64,9 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 		activity.GetLogger(ctx).Warn("cannot serve the session's model endpoint", "error", err)
 		record.ModelAttempt(activity.GetMetricsHandler(ctx), contract.ClassEndpoint, record.AttemptSurfaced)
 		return contract.ModelResponse{}, surfaced(contract.Failure{Class: contract.ClassEndpoint, Reason: err.Error(), Attempts: attempt})
+	}
+	if req.Status != nil {
+		a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventStatus, WorkflowID: req.SessionID, Turn: req.Turn, Status: req.Status})
 	}
 	a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventModelCall, WorkflowID: req.SessionID, Turn: req.Turn, Attempt: attempt})
 	i := chain.Start()
@@ -148,6 +151,17 @@ func (a *Activities) fallBack(ctx context.Context, req contract.ModelRequest, ch
 		Text: fmt.Sprintf("%s is down (%s); this call goes to %s", from, d.Message, to),
 	})
 	return i + 1, true
+}
+
+// restartNotice tells the user a reply streams again. The count is what the last heartbeat
+// carried: the first piece is reported at once (the emitted rule), later ones only with the
+// liveness heartbeats, so more may have been shown, and the notice says "at least".
+func restartNotice(deltas int) string {
+	pieces := "pieces were"
+	if deltas == 1 {
+		pieces = "piece was"
+	}
+	return fmt.Sprintf("a worker stopped while this reply was streaming (at least %d %s shown); the reply starts again from the beginning", deltas, pieces)
 }
 
 // modelError turns a failed attempt into the error Temporal acts on.

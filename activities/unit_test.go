@@ -181,7 +181,7 @@ func TestCallModelAfterAWorkerCrash(t *testing.T) {
 	evs := r.until(t, func(e contract.Event) bool { return e.Event == contract.EventDelta })
 	notice := -1
 	for i, e := range evs {
-		if e.Event == contract.EventNotice && strings.Contains(e.Text, "3 pieces shown") {
+		if e.Event == contract.EventNotice && strings.Contains(e.Text, "at least 3 pieces were shown") {
 			notice = i
 		}
 	}
