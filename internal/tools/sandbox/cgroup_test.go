@@ -91,6 +91,26 @@ func TestSharedMemoryIsBoundedPerCommand(t *testing.T) {
 	}
 }
 
+// TestCgroupNamespaceIsRootedAtTheCommand checks the command sees its own cgroup as the root of
+// every hierarchy: the init joined the command's cgroup after it was cloned, and the namespace it
+// gives the command is made there, so no path of the worker's cgroups shows.
+func TestCgroupNamespaceIsRootedAtTheCommand(t *testing.T) {
+	requireCgroup(t)
+	out, rep, c := runCmd(t, Config{}, t.TempDir(), "cat", "/proc/self/cgroup")
+	if rep.Code != 0 {
+		t.Fatalf("report %+v, output %q", rep, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for _, l := range lines {
+		if !strings.HasSuffix(l, ":/") {
+			t.Errorf("the command sees a path above its own cgroup: %q", l)
+		}
+	}
+	if len(lines) < len(c.lease.cg.dirs) {
+		t.Fatalf("%d cgroup lines for %d hierarchies of the command: %q", len(lines), len(c.lease.cg.dirs), out)
+	}
+}
+
 // TestForkBombIsBoundedPerCommand runs a fork bomb under the cgroup's process limit: it is held
 // there, a second sandbox started meanwhile runs, and the bomb ends when stopped.
 func TestForkBombIsBoundedPerCommand(t *testing.T) {

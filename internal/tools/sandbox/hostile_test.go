@@ -44,13 +44,16 @@ type workerRequest struct {
 	Args  []string
 }
 
-// workerReply is what the worker saw: the output, the init's report, and its own session keyring.
+// workerReply is what the worker saw: the output, the init's report, its own session keyring and
+// out-of-memory score.
 type workerReply struct {
 	Out     string
 	Report  Report
 	OK      bool
 	Err     string
 	Keyring int
+	// OOMScore is the worker's own out-of-memory score adjustment.
+	OOMScore string
 }
 
 // serveWorker runs one sandbox as a worker would and prints the reply as JSON.
@@ -77,6 +80,8 @@ func serveWorker(req string) int {
 	}
 	reply.Out = out.String()
 	reply.Keyring, _ = unix.KeyctlInt(unix.KEYCTL_GET_KEYRING_ID, unix.KEY_SPEC_SESSION_KEYRING, 1, 0, 0)
+	own, _ := os.ReadFile(oomScoreFile)
+	reply.OOMScore = strings.TrimSpace(string(own))
 	_ = json.NewEncoder(os.Stdout).Encode(reply)
 	return 0
 }
@@ -233,6 +238,18 @@ func TestHostileCommands(t *testing.T) {
 		}},
 		{"every mount is nosuid and nodev", []string{"cat", "/proc/self/mountinfo"}, func(t *testing.T, r workerReply, dir, cache string) {
 			assertMountsRestricted(t, r.Out)
+		}},
+		{"the command is the first to die and its cgroup is its root", []string{"sh", "-c", "cat /proc/self/oom_score_adj; " +
+			"sh -c 'cat /proc/self/oom_score_adj'; cat /proc/1/oom_score_adj; cat /proc/self/cgroup"}, func(t *testing.T, r workerReply, dir, cache string) {
+			lines := strings.Split(strings.TrimSpace(r.Out), "\n")
+			if len(lines) < 4 || lines[0] != commandOOMScore || lines[1] != commandOOMScore || lines[2] != r.OOMScore {
+				t.Fatalf("want the command and its child at %s and the init at the worker's %s, got %q", commandOOMScore, r.OOMScore, r.Out)
+			}
+			for _, l := range lines[3:] {
+				if !strings.HasSuffix(l, ":/") {
+					t.Errorf("the command sees a cgroup path above its own: %q", l)
+				}
+			}
 		}},
 	}
 	for _, w := range workers(t) {

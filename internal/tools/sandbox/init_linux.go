@@ -217,26 +217,40 @@ func startConfined(s spec, filter []unix.SockFilter) (pid, keyring int, err erro
 			return
 		}
 		defer null.Close()
-		p, err := os.StartProcess(path, s.Args, &os.ProcAttr{
-			Dir: s.Workdir, Env: s.Env, Files: []*os.File{null, os.Stdout, os.Stderr},
-			Sys: &syscall.SysProcAttr{Setsid: true},
+		var p *os.Process
+		var startErr error
+		err = firstToDie(func() {
+			p, startErr = os.StartProcess(path, s.Args, &os.ProcAttr{
+				Dir: s.Workdir, Env: s.Env, Files: []*os.File{null, os.Stdout, os.Stderr},
+				Sys: &syscall.SysProcAttr{Setsid: true},
+			})
 		})
-		if err != nil {
+		switch {
+		case err != nil:
+			if p != nil {
+				_ = p.Kill() // it would run beside an init the kernel picks as soon as the command
+			}
+			done <- started{err: err}
+		case startErr != nil:
 			done <- started{err: errNotExecutable}
-			return
+		default:
+			done <- started{pid: p.Pid, keyring: keyring}
 		}
-		done <- started{pid: p.Pid, keyring: keyring}
 	}()
 	r := <-done
 	return r.pid, r.keyring, r.err
 }
 
 // confine readies the calling, locked thread to start the command: a session keyring of its
-// own, no capabilities and no new privileges, the syscall filter, and every descriptor but the
-// standard three closed on exec. It returns the keyring's serial.
+// own, a cgroup namespace rooted at its own cgroup, no capabilities and no new privileges, the
+// syscall filter, and every descriptor but the standard three closed on exec. It returns the
+// keyring's serial.
 func confine(filter []unix.SockFilter) (int, error) {
 	keyring, err := freshSessionKeyring()
 	if err != nil {
+		return 0, err
+	}
+	if err := ownCgroupRoot(); err != nil {
 		return 0, err
 	}
 	if err := dropPrivileges(); err != nil {
@@ -275,6 +289,49 @@ func freshSessionKeyring() (int, error) {
 		return 0, fmt.Errorf("creating the command's session keyring: %w", err)
 	}
 	return id, nil
+}
+
+// ownCgroupRoot gives the calling thread, and so the command, a cgroup namespace of its own. The
+// init was cloned into one, but rooted where it was born, the worker's cgroup; the worker has
+// since moved it into the command's cgroup (before it sent the spec), so a namespace made now is
+// rooted there: the command's /proc/self/cgroup reads "/" and the worker's cgroup paths, its own
+// cgroup's name among them, are out of sight. It must run on the thread that starts the command,
+// since a namespace made by unshare belongs to the calling thread alone.
+func ownCgroupRoot() error {
+	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+		return fmt.Errorf("rooting the command's cgroup namespace at its cgroup: %w", err)
+	}
+	return nil
+}
+
+// oomScoreFile is the process's out-of-memory score adjustment (-1000 to 1000).
+const oomScoreFile = "/proc/self/oom_score_adj"
+
+// commandOOMScore is the adjustment the command and everything it starts get: the kernel's first
+// choice when the command's cgroup (or the machine) runs out of memory, so it kills a process of
+// the command and not the init, which stays at the worker's value and so reports the kill.
+const commandOOMScore = "1000"
+
+// firstToDie runs start (which starts the command) with this process's out-of-memory adjustment
+// raised to commandOOMScore, so the command inherits it from its first instruction and nothing it
+// forks can be born with less, then puts the init's own back. Raising needs no privilege, and
+// the kernel lets any process go back down to the lowest value it has held (oom_score_adj_min,
+// inherited from the worker), so putting back the value read first works unprivileged too. start
+// is not called when the value cannot be raised; an error after it ran means the init could not
+// put its own value back.
+func firstToDie(start func()) error {
+	own, err := os.ReadFile(oomScoreFile)
+	if err != nil {
+		return fmt.Errorf("reading the init's out-of-memory score: %w", err)
+	}
+	if err := os.WriteFile(oomScoreFile, []byte(commandOOMScore), 0); err != nil {
+		return fmt.Errorf("raising the command's out-of-memory score: %w", err)
+	}
+	start()
+	if err := os.WriteFile(oomScoreFile, own, 0); err != nil {
+		return fmt.Errorf("restoring the init's out-of-memory score: %w", err)
+	}
+	return nil
 }
 
 // closeOnExec marks every descriptor above standard error close-on-exec, so the command gets only
