@@ -24,9 +24,9 @@ const (
 	sealedMarker = "keel-sealed-message:"
 )
 
-// Sealed keeps transcripts and blobs encrypted at rest in st: each message is stored as one
-// sealed message, each blob sealed as a whole. Everything else (Close, and what st adds) passes
-// through. Encryption draws a fresh nonce, so appending the same message twice (an activity
+// Sealed keeps transcripts, blobs and the ledger's outcomes encrypted at rest in st: each message
+// is stored as one sealed message, each blob sealed as a whole, an outcome's content sealed (its
+// flags stay readable). Everything else (claims, Close, and what st adds) passes through. Encryption draws a fresh nonce, so appending the same message twice (an activity
 // retried after a crash) stores a second node with its own head instead of reusing the first;
 // both load the same transcript.
 func Sealed(st Store, s Sealer) Store { return &sealed{Store: st, s: s} }
@@ -98,4 +98,36 @@ func (x *sealed) GetBlob(ctx context.Context, id string) ([]byte, error) {
 		return nil, err
 	}
 	return x.s.Open(b)
+}
+
+// Settle seals the outcome's content (a command's output, a file the tool read) before st
+// records it.
+func (x *sealed) Settle(ctx context.Context, key LedgerKey, out Outcome) error {
+	sb, err := x.s.Seal([]byte(out.Result.Content))
+	if err != nil {
+		return fmt.Errorf("sealing a tool outcome: %w", err)
+	}
+	out.Result.Content = sealedMarker + base64.StdEncoding.EncodeToString(sb)
+	return x.Store.Settle(ctx, key, out)
+}
+
+// Lookup opens what Settle sealed; outcomes recorded before a key was configured come back as
+// they are.
+func (x *sealed) Lookup(ctx context.Context, key LedgerKey) (Entry, error) {
+	e, err := x.Store.Lookup(ctx, key)
+	if err != nil || e.Outcome == nil || !strings.HasPrefix(e.Outcome.Result.Content, sealedMarker) {
+		return e, err
+	}
+	sb, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(e.Outcome.Result.Content, sealedMarker))
+	if err != nil {
+		return Entry{}, fmt.Errorf("reading a sealed tool outcome: %w", err)
+	}
+	b, err := x.s.Open(sb)
+	if err != nil {
+		return Entry{}, fmt.Errorf("opening a sealed tool outcome: %w", err)
+	}
+	out := *e.Outcome
+	out.Result.Content = string(b)
+	e.Outcome = &out
+	return e, nil
 }

@@ -42,6 +42,16 @@ func TestSealedKeepsNothingPlain(t *testing.T) {
 	if err := st.PutBlob(ctx, "b1", []byte("secret-blob")); err != nil {
 		t.Fatal(err)
 	}
+	key := LedgerKey{SessionID: "s", Turn: 1, CallID: "c1", TurnRun: "r"}
+	if err := st.Claim(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Settle(ctx, key, Outcome{Result: contract.ToolResult{Content: "secret-ledger-output", Changed: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := st.Lookup(ctx, key); err != nil || e.Outcome == nil || e.Outcome.Result.Content != "secret-ledger-output" || !e.Outcome.Result.Changed {
+		t.Fatalf("ledger entry %+v, %v", e, err)
+	}
 	got, err := st.Load(ctx, head)
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +68,7 @@ func TestSealedKeepsNothingPlain(t *testing.T) {
 			return err
 		}
 		b, err := os.ReadFile(p)
-		for _, secret := range []string{"secret-task", "secret-file-body", "secret-command-output", "secret-blob"} {
+		for _, secret := range []string{"secret-task", "secret-file-body", "secret-command-output", "secret-blob", "secret-ledger-output"} {
 			if bytes.Contains(b, []byte(secret)) {
 				t.Errorf("%s holds %q", p, secret)
 			}
