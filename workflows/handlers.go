@@ -110,6 +110,7 @@ func (s *session) queryStatus() (contract.SessionStatus, error) {
 	return contract.SessionStatus{
 		Status:     s.status,
 		Turn:       s.state.Turns,
+		Running:    s.running,
 		Usage:      s.state.Usage,
 		Counters:   s.state.Counters,
 		Limits:     s.in.Limits,
@@ -117,6 +118,21 @@ func (s *session) queryStatus() (contract.SessionStatus, error) {
 		Approval:   s.approval,
 		Events:     s.state.Events,
 	}, nil
+}
+
+// statusNote is the status a turn's model call posts to the sinks as it starts: the turn in flight,
+// tokens, counters and the session-level events no earlier note carried, so an attached terminal
+// learns of them without a query (each query is a billed action). Only payload changes: no command.
+func (s *session) statusNote() *contract.SessionStatus {
+	st, _ := s.queryStatus()
+	st.Limits, st.Escalation, st.Approval, st.Events = contract.Limits{}, nil, nil, nil
+	for _, e := range s.state.Events {
+		if e.Seq > s.noted {
+			st.Events = append(st.Events, e)
+		}
+	}
+	s.noted = s.state.EventSeq
+	return &st
 }
 
 // validateAnswer accepts only an answer to the escalation pending right now. It must not change

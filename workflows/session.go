@@ -44,6 +44,11 @@ type session struct {
 	approval   *contract.Approval
 	decision   *contract.ApprovalDecision
 
+	// running is the turn in flight (0 between turns); noted is the last event number a turn's
+	// status note carried to the sinks (statusNote).
+	running int
+	noted   int
+
 	// sayCh receives the say signal; modelTurn says the turn in flight calls the model (only such a
 	// turn may be interrupted); interrupted marks a turn a person's message cancelled; closing
 	// refuses new messages once the session has decided to complete.
@@ -125,9 +130,11 @@ func (s *session) run(ctx workflow.Context) (contract.Summary, error) {
 		s.setDetails(ctx, fmt.Sprintf("turn %d running", turn))
 		id := contract.TurnWorkflowID(workflow.GetInfo(ctx).WorkflowExecution.ID, turn)
 		s.deliverInbox(ctx)
-		s.modelTurn = true
-		res, outcome := s.runTurn(ctx, s.turnInput(ctx, turn), id, deadline)
-		s.modelTurn = false
+		s.modelTurn, s.running = true, turn
+		in := s.turnInput(ctx, turn)
+		in.Status = s.statusNote()
+		res, outcome := s.runTurn(ctx, in, id, deadline)
+		s.modelTurn, s.running = false, 0
 		if outcome == turnInterrupted {
 			s.absorbInterrupted(ctx, turn, res)
 			s.turnsThisRun++

@@ -137,7 +137,7 @@ func (t *turn) callModel(ctx workflow.Context) (contract.ModelResponse, error) {
 	req := contract.ModelRequest{
 		SessionID: t.in.SessionID, Turn: t.in.Turn, Head: t.in.Head, Append: t.in.Pending,
 		BuiltinTools: t.in.BuiltinTools, Tools: t.in.Tools, Model: t.in.Model, Endpoint: t.in.Endpoint, Retry: t.in.Retry, Sinks: t.in.Sinks,
-		Compaction: t.in.Compaction,
+		Compaction: t.in.Compaction, Status: t.in.Status,
 	}
 	t.res.Counters.GatewayCalls = 1
 	for {

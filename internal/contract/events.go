@@ -27,6 +27,10 @@ const (
 	// limits.context_tokens: Tokens is what the summarising call used, SavedTokens about how many
 	// input tokens every later model call is spared.
 	EventCompaction = "compaction"
+	// EventStatus carries the session's status (Status) to its sinks at the start of a turn's model
+	// call: the session-level events since the last turn, the tokens and the turns so far. Followers
+	// read it instead of querying the session, and never print it (it is not in EventKinds).
+	EventStatus = "status"
 )
 
 // EventKinds lists every event kind, for the documentation check.
@@ -68,4 +72,6 @@ type Event struct {
 	Tokens      int64     `json:"tokens,omitempty"`
 	SavedTokens int64     `json:"saved_tokens,omitempty"`
 	Time        time.Time `json:"time,omitempty"`
+	// Status is set on status events.
+	Status *SessionStatus `json:"status,omitempty"`
 }

@@ -146,8 +146,10 @@ type Summary struct {
 // SessionStatus answers the status query: enough for a terminal, the Slack bot or a dashboard to
 // show where a session is without reading its history.
 type SessionStatus struct {
-	Status     string      `json:"status"`
+	Status string `json:"status"`
+	// Turn is how many turns are done; Running is the turn in flight (0 when none runs).
 	Turn       int         `json:"turn"`
+	Running    int         `json:"running,omitempty"`
 	Usage      Usage       `json:"usage"`
 	Counters   Counters    `json:"counters"`
 	Limits     Limits      `json:"limits"`

@@ -46,6 +46,9 @@ type TurnInput struct {
 	Approved *ApprovalDecision `json:"approved,omitempty"`
 	// Compaction is the session's view of a compacted transcript, passed on to the model call.
 	Compaction *Compaction `json:"compaction,omitempty"`
+	// Status is the session's status as the turn starts, with only the events since the last
+	// turn's; the model call posts it to the sinks, so followers need not query.
+	Status *SessionStatus `json:"status,omitempty"`
 }
 
 // RepairCap is how many argument repairs a tool gets before the session escalates.
@@ -124,6 +127,8 @@ type ModelRequest struct {
 	// Compaction, when set, is what the model sees of the transcript instead of all of it: the
 	// messages are stored and the reply appended to the full transcript as always.
 	Compaction *Compaction `json:"compaction,omitempty"`
+	// Status is TurnInput.Status, posted to the sinks before the call starts.
+	Status *SessionStatus `json:"status,omitempty"`
 }
 
 // ModelResponse is the output of the CallModel activity. The assistant message is already in the
