@@ -204,6 +204,10 @@ func Explain(opts client.Options, timeout time.Duration, err error) error {
 		why = "the server requires a client certificate it accepts (mTLS): set temporal.tls.cert and temporal.tls.key (or TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH) to one its CA signed"
 	case has("first record does not look like a TLS handshake"):
 		why = "the server does not speak TLS: remove temporal.tls.* and temporal.api_key (or the profile's TLS settings), or point temporal.address at the TLS port"
+	case tlsOn && len(opts.ConnectionOptions.TLS.Certificates) == 0 && has("broken pipe", "connection reset", "EOF"):
+		// TLS 1.3 finishes the client's side of the handshake before the server checks for a
+		// certificate, so a missing one shows as the server hanging up.
+		why = "the server hung up after the TLS handshake, as a server that requires client certificates (mTLS) does: set temporal.tls.cert and temporal.tls.key (or TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH)"
 	case !tlsOn && has("server preface", "connection reset", "EOF", "http2: frame too large"):
 		why = "the server expects TLS and the client connects in plain text: set temporal.tls.ca (self-hosted) or temporal.tls.enabled, with temporal.tls.cert/key or temporal.api_key as the server requires"
 	case code == codes.Unauthenticated || code == codes.PermissionDenied || has("Request unauthorized", "PermissionDenied", "Unauthenticated"):
