@@ -1,0 +1,457 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/demo"
+	"github.com/keelrun/keel/internal/devkit/devserver"
+	"github.com/keelrun/keel/internal/devkit/fakegw"
+	"github.com/keelrun/keel/internal/devkit/testenv"
+	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/tools/toolspec"
+)
+
+// drillOutage is how long the drill's Temporal server stays dead; drillSessions run a command
+// each while it is; drillBudget bounds one backend's whole drill.
+const (
+	drillOutage   = 15 * time.Second
+	drillSessions = 4
+	drillBudget   = 150 * time.Second
+)
+
+// TestLedgerDrill is the failover drill of the ledger of side effects, on each store backend:
+// sessions whose commands finish while the Temporal server is dead (killed, restarted on its
+// file after drillOutage) are fed their real results; a worker killed before a command starts
+// gets "not run" for it (and the model's retry runs it once), one killed mid-command "outcome
+// unknown". Nothing runs twice, no call's tool_result reaches the stream twice, and the worker's
+// standard error shows the outage.
+func TestLedgerDrill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the ledger drill takes about a minute per store backend")
+	}
+	backends := []struct {
+		name string
+		env  []string
+	}{
+		{"file", nil},
+		{"postgres", []string{"KEEL_STORE_BACKEND=postgres", "KEEL_STORE_DSN=" + drillDSN()}},
+	}
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			if b.name == "postgres" {
+				testenv.Needs(t, "PostgreSQL")
+			}
+			runDrill(t, b.env)
+		})
+	}
+}
+
+// drillDSN is the PostgreSQL the development and CI machines run; KEEL_TEST_POSTGRES overrides it.
+func drillDSN() string {
+	if d := os.Getenv("KEEL_TEST_POSTGRES"); d != "" {
+		return d
+	}
+	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+}
+
+// drill is one backend's drill: its own Temporal server, worker, gateway and event sink.
+type drill struct {
+	t       *testing.T
+	ctx     context.Context
+	addr    string
+	dbFile  string
+	srv     *devserver.Server
+	worker  *drillWorker
+	stderr  *syncBuffer
+	effects string
+	storeOf func() (store.Store, error)
+	sink    *drillSink
+	queue   string
+}
+
+func runDrill(t *testing.T, backendEnv []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), drillBudget)
+	defer cancel()
+	d := startDrill(ctx, t, backendEnv)
+	defer d.close()
+	start := time.Now()
+
+	// The outage: every session's command is running when the server dies, and ends during it.
+	var outage []string
+	for i := range drillSessions {
+		outage = append(outage, d.startSession(fmt.Sprintf("outage-%d", i), fakegw.ModeChattyCommand))
+	}
+	for _, id := range outage {
+		d.sink.waitToolCall(ctx, t, id)
+	}
+	d.srv.Kill()
+	killedAt := time.Now()
+	select {
+	case <-time.After(drillOutage):
+	case <-ctx.Done():
+		t.Fatal("time ran out during the outage")
+	}
+	d.restartServer()
+	t.Logf("server dead for %.1fs", time.Since(killedAt).Seconds())
+	for _, id := range outage {
+		sum, msgs := d.finish(id)
+		first := firstToolMessage(t, msgs)
+		if !strings.Contains(first.Content, "step 6 of 6") || first.IsError {
+			t.Errorf("%s: the command that finished during the outage was answered %q, want its real result", id, first.Content)
+		}
+		t.Logf("%s: %s, %d reconciled calls", id, sum.Status, sum.ReconciledCalls)
+	}
+	if warn := d.stderr.String(); !strings.Contains(warn, `level=WARN msg="Failed to poll for task."`) {
+		t.Errorf("the worker's standard error shows no warning of the outage:\n%s", warn)
+	}
+
+	// A worker killed twice at once: mid-command for one session, before the command started for
+	// the other (it dies while posting the tool_call event, before the claim).
+	mid := d.startSession("mid-command", fakegw.ModeHang)
+	d.sink.waitToolCall(ctx, t, mid)
+	waitEffect(ctx, t, d.effects, mid)
+	before := d.sessionID("before-start")
+	d.sink.killOnToolCall(before, d.worker.kill)
+	d.startSessionID(before, fakegw.ModeChattyCommand)
+	d.sink.waitToolCall(ctx, t, before)
+	d.worker.start()
+
+	_, msgs := d.finish(mid)
+	if got := firstToolMessage(t, msgs); !strings.Contains(got.Content, "outcome is unknown") {
+		t.Errorf("the call killed mid-command was answered %q, want outcome unknown", got.Content)
+	}
+	sum, msgs := d.finish(before)
+	first := firstToolMessage(t, msgs)
+	if first.Content != toolspec.NotRunFeedback(toolspec.RunCommand) {
+		t.Errorf("the call killed before it started was answered %q, want not run", first.Content)
+	}
+	if sum.ReconciledCalls < 1 {
+		t.Errorf("the summary counts %d reconciled calls, want at least 1", sum.ReconciledCalls)
+	}
+	if !anyMessage(msgs, func(m contract.Message) bool { return strings.Contains(m.Content, "step 6 of 6") }) {
+		t.Error("the model's retry of the call that never started did not run it")
+	}
+
+	dups, total := duplicateExecutions(t, d.effects)
+	if len(dups) > 0 {
+		t.Errorf("tool activities executed more than once: %v", dups)
+	}
+	if twice := d.sink.twice(); len(twice) > 0 {
+		t.Errorf("calls whose tool_result reached the stream twice: %v", twice)
+	}
+	t.Logf("%d tool executions, %d duplicates, %d tool_result events, %.0fs", total, len(dups), d.sink.results(), time.Since(start).Seconds())
+}
+
+func startDrill(ctx context.Context, t *testing.T, backendEnv []string) *drill {
+	t.Helper()
+	bin, err := env.Build("./internal/devkit/recworker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	dir := t.TempDir()
+	d := &drill{t: t, ctx: ctx, addr: addr, dbFile: filepath.Join(dir, "temporal.db"), effects: filepath.Join(dir, "effects.jsonl"), stderr: &syncBuffer{}}
+	if d.srv, err = devserver.Start(ctx, devserver.Options{Address: addr, DBFile: d.dbFile}); err != nil {
+		t.Fatal(err)
+	}
+	gw := fakegw.New(fakegw.Options{})
+	if err := gw.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+	storeDir := filepath.Join(dir, "store")
+	workerEnv := env.StarterEnv(t, append([]string{"KEEL_GATEWAY_FAKE=true", "KEEL_GATEWAY_BASE_URL=" + gw.BaseURL() + "/v1",
+		"KEEL_TEMPORAL_ADDRESS=" + addr, "KEEL_STORE_PATH=" + storeDir}, backendEnv...)...)
+	d.queue = envValue(workerEnv, "KEEL_TEMPORAL_TASK_QUEUE")
+	backend, loc := "file", storeDir
+	if envValue(backendEnv, "KEEL_STORE_BACKEND") == "postgres" {
+		backend, loc = "postgres", envValue(backendEnv, "KEEL_STORE_DSN")
+	}
+	d.storeOf = func() (store.Store, error) { return store.Open(ctx, backend, loc) }
+	d.sink = newDrillSink(t)
+	d.worker = &drillWorker{t: t, bin: bin, args: []string{"-effect-log", d.effects}, env: workerEnv, stderr: d.stderr}
+	d.worker.start()
+	return d
+}
+
+func (d *drill) close() {
+	d.worker.kill()
+	if d.srv != nil {
+		d.srv.Kill()
+	}
+	d.sink.srv.Close()
+}
+
+// restartServer starts the server again on the same address and file.
+func (d *drill) restartServer() {
+	d.t.Helper()
+	srv, err := devserver.Start(d.ctx, devserver.Options{Address: d.addr, DBFile: d.dbFile})
+	if err != nil {
+		d.t.Fatalf("restarting the Temporal server: %v", err)
+	}
+	d.srv = srv
+}
+
+// sessionID is the workflow ID of one of this drill's sessions.
+func (d *drill) sessionID(name string) string {
+	return "drill-" + strings.ReplaceAll(d.t.Name(), "/", "-") + "-" + name
+}
+
+func (d *drill) startSession(name, mode string) string {
+	id := d.sessionID(name)
+	d.startSessionID(id, mode)
+	return id
+}
+
+func (d *drill) startSessionID(id, mode string) {
+	d.t.Helper()
+	dir := d.t.TempDir()
+	if err := demo.CopyWorkspace(dir); err != nil {
+		d.t.Fatal(err)
+	}
+	_, err := d.srv.Client().ExecuteWorkflow(d.ctx, client.StartWorkflowOptions{ID: id, TaskQueue: d.queue}, contract.SessionWorkflow, contract.SessionInput{
+		Task: fakegw.WithMode("drill session: fix the failing test", mode), Workdir: dir,
+		Limits: contract.Limits{MaxTurns: 30}, HeartbeatTimeout: testHeartbeatTimeout, Sinks: []string{d.sink.srv.URL},
+	})
+	if err != nil {
+		d.t.Fatalf("starting session %s: %v", id, err)
+	}
+}
+
+// finish waits for a session to complete and returns its summary and the transcript it left.
+func (d *drill) finish(id string) (contract.Summary, []contract.Message) {
+	d.t.Helper()
+	var sum contract.Summary
+	if err := d.srv.Client().GetWorkflow(d.ctx, id, "").Get(d.ctx, &sum); err != nil {
+		d.t.Fatalf("session %s: %v\nworker stderr:\n%s", id, err, d.stderr.String())
+	}
+	if sum.Status != contract.StatusCompleted || sum.Transcript == nil {
+		d.t.Fatalf("session %s ended %s (%s)", id, sum.Status, sum.Reason)
+	}
+	d.sink.addKept(id, sum.Events)
+	st, err := d.storeOf()
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer st.Close()
+	msgs, err := st.Load(d.ctx, sum.Transcript.Head)
+	if err != nil {
+		d.t.Fatalf("loading the transcript of %s: %v", id, err)
+	}
+	return sum, append(msgs, sum.Transcript.Pending...)
+}
+
+// firstToolMessage is the answer to the session's first tool call.
+func firstToolMessage(t *testing.T, msgs []contract.Message) contract.Message {
+	t.Helper()
+	for _, m := range msgs {
+		if m.Role == contract.RoleTool {
+			return m
+		}
+	}
+	t.Fatal("the transcript answers no tool call")
+	return contract.Message{}
+}
+
+func anyMessage(msgs []contract.Message, match func(contract.Message) bool) bool {
+	_, ok := findFirst(msgs, match)
+	return ok
+}
+
+func findFirst(msgs []contract.Message, match func(contract.Message) bool) (contract.Message, bool) {
+	for _, m := range msgs {
+		if match(m) {
+			return m, true
+		}
+	}
+	return contract.Message{}, false
+}
+
+// waitEffect waits until the side-effect log shows a tool of session id started.
+func waitEffect(ctx context.Context, t *testing.T, path, id string) {
+	t.Helper()
+	for ctx.Err() == nil {
+		b, _ := os.ReadFile(path)
+		if bytes.Contains(b, []byte(`"`+id+`"`)) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no tool of %s started in time", id)
+}
+
+// drillSink receives the sessions' live events, as a starter would, and can kill the worker
+// while a tool_call event is being posted, before the activity claims the call.
+type drillSink struct {
+	srv *httptest.Server
+
+	mu      sync.Mutex
+	calls   map[string]int // tool_call events by session
+	shown   map[string]int // tool_result events by call: live, and those the session kept
+	kill    map[string]func()
+	changed chan struct{}
+}
+
+func newDrillSink(t *testing.T) *drillSink {
+	s := &drillSink{calls: map[string]int{}, shown: map[string]int{}, kill: map[string]func(){}, changed: make(chan struct{}, 1)}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var e contract.Event
+		if err := json.NewDecoder(r.Body).Decode(&e); err != nil {
+			return
+		}
+		s.mu.Lock()
+		var kill func()
+		switch e.Event {
+		case contract.EventToolCall:
+			s.calls[e.WorkflowID]++
+			kill = s.kill[e.WorkflowID]
+			delete(s.kill, e.WorkflowID)
+		case contract.EventToolResult:
+			s.shown[e.WorkflowID+"#"+e.CallID]++
+		}
+		s.mu.Unlock()
+		if kill != nil {
+			kill()
+		}
+		select {
+		case s.changed <- struct{}{}:
+		default:
+		}
+	}))
+	return s
+}
+
+// killOnToolCall runs kill while the first tool_call of session id is posted.
+func (s *drillSink) killOnToolCall(id string, kill func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kill[id] = kill
+}
+
+// waitToolCall waits for the first tool_call event of session id.
+func (s *drillSink) waitToolCall(ctx context.Context, t *testing.T, id string) {
+	t.Helper()
+	for {
+		s.mu.Lock()
+		n := s.calls[id]
+		s.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		select {
+		case <-s.changed:
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatalf("no tool call of %s in time", id)
+		}
+	}
+}
+
+// addKept counts the tool_result events a session kept (those the workflow emitted for calls no
+// activity posted), as `starter watch` shows them.
+func (s *drillSink) addKept(id string, evs []contract.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range evs {
+		if e.Event == contract.EventToolResult {
+			s.shown[id+"#"+e.CallID]++
+		}
+	}
+}
+
+// twice lists the calls whose tool_result was posted more than once.
+func (s *drillSink) twice() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for k, n := range s.shown {
+		if n > 1 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func (s *drillSink) results() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.shown {
+		n += c
+	}
+	return n
+}
+
+// drillWorker is a worker process whose standard error the test reads.
+type drillWorker struct {
+	t         *testing.T
+	bin       string
+	args, env []string
+	stderr    *syncBuffer
+	mu        sync.Mutex
+	cmd       *exec.Cmd
+}
+
+func (w *drillWorker) start() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.cmd = exec.Command(w.bin, w.args...)
+	w.cmd.Env, w.cmd.Stderr = w.env, w.stderr
+	if err := w.cmd.Start(); err != nil {
+		w.t.Errorf("starting the worker: %v", err)
+	}
+}
+
+// kill ends the worker with SIGKILL, as a crash would.
+func (w *drillWorker) kill() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cmd != nil && w.cmd.Process != nil {
+		_ = w.cmd.Process.Kill()
+		_ = w.cmd.Wait()
+	}
+	w.cmd = nil
+}
+
+// syncBuffer is a buffer a process writes to while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
