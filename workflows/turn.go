@@ -24,6 +24,10 @@ func AgentTurn(ctx workflow.Context, in contract.TurnInput) (contract.TurnResult
 		return contract.TurnResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "ToolsUnknown", nil)
 	}
 	t := &turn{in: in, tools: tools, repeat: in.Repeat, repairs: copyCounts(in.Repairs), rejected: slices.Clone(in.Rejected), breakers: in.Breakers, metrics: workflow.GetMetricsHandler(ctx)}
+	if err := workflow.SetQueryHandlerWithOptions(ctx, contract.QueryTurnStep, func() (contract.TurnStep, error) { return t.step, nil },
+		workflow.QueryHandlerOptions{Description: "What the turn runs now: the model call, or a tool call and its arguments, since when"}); err != nil {
+		return contract.TurnResult{}, fmt.Errorf("registering the turn's step query: %w", err)
+	}
 	return t.run(ctx)
 }
 
@@ -39,6 +43,20 @@ type turn struct {
 	feedback []contract.Message
 	breakers breaker.State
 	metrics  record.Handler
+	// step is what the turn runs now (the step query and the turn's current details).
+	step contract.TurnStep
+}
+
+// stepTo records what the turn runs from now: the model call when call is nil, else that tool call.
+// The Web UI shows it as the turn's current details, which cost no action.
+func (t *turn) stepTo(ctx workflow.Context, call *contract.ToolCall) {
+	t.step = contract.TurnStep{Turn: t.in.Turn, Since: workflow.Now(ctx).UTC()}
+	what := "calling the model"
+	if call != nil {
+		t.step.Tool, t.step.CallID, t.step.Arguments = call.Name, call.ID, call.Arguments
+		what = fmt.Sprintf("running %s %s", call.Name, clip(call.Arguments, 200))
+	}
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**turn %d: %s** (since %s)", t.in.Turn, what, t.step.Since.Format(time.TimeOnly+" MST")))
 }
 
 func (t *turn) run(ctx workflow.Context) (contract.TurnResult, error) {
@@ -140,6 +158,7 @@ func (t *turn) callModel(ctx workflow.Context) (contract.ModelResponse, error) {
 		Compaction: t.in.Compaction, Status: t.in.Status,
 	}
 	t.res.Counters.GatewayCalls = 1
+	t.stepTo(ctx, nil)
 	for {
 		var resp contract.ModelResponse
 		err := workflow.ExecuteActivity(actx, contract.CallModelActivity, req).Get(actx, &resp)

@@ -108,6 +108,7 @@ func (t *turn) runTool(ctx workflow.Context, call contract.ToolCall, server, key
 		Policy: toolRunPolicy(t.in.Policy), Sinks: t.in.Sinks, Server: server,
 	}
 	var res contract.ToolResult
+	t.stepTo(ctx, &call)
 	err := workflow.ExecuteActivity(actx, contract.RunToolActivity, req).Get(actx, &res)
 	t.res.Counters.ToolCalls++
 	if err != nil {

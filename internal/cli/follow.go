@@ -14,9 +14,16 @@ import (
 	"github.com/keelrun/keel/internal/events"
 )
 
-// statusPoll is how often the follower asks the session for session-level events (blocked calls,
-// limits, escalations); live deltas and tool events arrive through the sink without polling.
-const statusPoll = 300 * time.Millisecond
+// Each status query is a billed Temporal action, so a follower learns of session-level events
+// (blocked calls, limits, escalations, approvals) from the sink: every turn's model call posts the
+// session's status first (contract.EventStatus). It queries only when the sink falls quiet outside
+// a running model call or tool (the session may wait for a person, or be between turns), after
+// quietPoll, then backing off to backstopPoll while nothing is heard, and at least every
+// backstopPoll as a backstop.
+const (
+	quietPoll    = time.Second
+	backstopPoll = 20 * time.Second
+)
 
 // redraw is how often the status region at a terminal is drawn again (spinner, seconds).
 const redraw = 125 * time.Millisecond
@@ -67,6 +74,17 @@ type follower struct {
 	// ownQueue is the task queue only this process's worker serves (demo, run --dev), or "": a
 	// session on it that the starter leaves behind would never end, so leaving terminates it.
 	ownQueue string
+	// nextPoll is when the status is queried next; quiet is the wait after the sink falls quiet,
+	// doubling after each query that follows silence; busy says a model call or a tool runs (its
+	// own events will say when it ends).
+	nextPoll time.Time
+	quiet    time.Duration
+	busy     bool
+	// attached is set for a session that was running before this follower (watch): its status is
+	// asked at once.
+	attached bool
+	// running is the turn in flight, as the last status said.
+	running int
 }
 
 // follow prints the session's events until its result arrives. Esc or Ctrl+C at a terminal, or
@@ -94,7 +112,7 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 	}
 	finish := func(r result) (contract.Summary, error) {
 		f.drain(ctx)
-		f.pollStatus(ctx)
+		f.endEvents(r.sum)
 		f.closeDialog()
 		f.swallowSecondKey(keys)
 		if r.err != nil {
@@ -103,8 +121,13 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 		return r.sum, nil
 	}
 
-	tick := time.NewTicker(statusPoll)
-	defer tick.Stop()
+	// A session this starter just started has nothing to show before its first turn posts; one
+	// watched mid-way is asked at once.
+	f.heard(time.Now(), !f.attached)
+	if f.attached {
+		f.pollStatus(ctx)
+		f.showStep(ctx)
+	}
 	frames := time.NewTicker(redraw)
 	defer frames.Stop()
 	for {
@@ -113,9 +136,10 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 			return finish(r)
 		case e := <-f.sink.Events():
 			f.live(ctx, e)
-		case <-tick.C:
-			f.pollStatus(ctx)
 		case <-frames.C:
+			if !time.Now().Before(f.nextPoll) {
+				f.pollStatus(ctx)
+			}
 			f.screen.draw(f.prog.lines(time.Now()))
 		case <-f.settle:
 			select {
@@ -225,15 +249,96 @@ func (f *follower) attachScreen() func() {
 	}
 }
 
-// live prints one event from the sink. The first event of a new model call waits for a status
-// poll, so an answer, a blocked call or a limit recorded before that call prints before its text.
+// live prints one event from the sink. A turn's status arrives before its model call, so an
+// answer, a blocked call or a limit recorded before that call prints before its text; a session
+// too old to send it is asked instead.
 func (f *follower) live(ctx context.Context, e contract.Event) {
-	if e.Event == contract.EventModelCall || (e.Event == contract.EventDelta && e.Turn != f.turn) {
+	now := time.Now()
+	if e.Event == contract.EventStatus {
+		if e.Status != nil {
+			f.turn = e.Turn
+			f.apply(*e.Status)
+		}
+		f.heard(now, true)
+		return
+	}
+	newTurn := e.Event == contract.EventModelCall || (e.Event == contract.EventDelta && e.Turn != f.turn)
+	if (newTurn && e.Turn != f.turn) || f.prog.waiting != "" {
+		// No status came with this turn (a worker from before status events), or the session was
+		// waiting for a person and runs again: the answer may have come from elsewhere.
 		f.pollStatus(ctx)
+	}
+	if newTurn {
 		f.turn = e.Turn
 	}
-	f.prog.observe(e, time.Now())
+	f.prog.observe(e, now)
+	f.heard(now, f.runs(e))
 	f.p.event(e)
+}
+
+// runs says whether, after e, something runs that will post its own end: a model call before its
+// first delta, a retry's wait, a tool call before its result.
+func (f *follower) runs(e contract.Event) bool {
+	switch e.Event {
+	case contract.EventModelCall, contract.EventRetry, contract.EventToolCall:
+		return true
+	case contract.EventOutput:
+		return f.busy
+	}
+	return false
+}
+
+// heard schedules the next status query after a live event: a backstop while something runs,
+// else quietPoll after this event.
+func (f *follower) heard(now time.Time, busy bool) {
+	f.busy, f.quiet = busy, quietPoll
+	if busy {
+		f.nextPoll = now.Add(backstopPoll)
+		return
+	}
+	f.nextPoll = now.Add(quietPoll)
+}
+
+// showStep shows what the turn in flight runs, for a follower that attached mid-turn: the sink
+// only posts what starts after it attached, so a long command would otherwise show as "starting"
+// and end in a result with no call above it. One query of the turn, once.
+func (f *follower) showStep(ctx context.Context) {
+	if f.running == 0 {
+		return
+	}
+	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	val, err := f.c.QueryWorkflow(qctx, contract.TurnWorkflowID(f.workflowID, f.running), "", contract.QueryTurnStep)
+	if err != nil {
+		return
+	}
+	var step contract.TurnStep
+	if val.Get(&step) != nil || step.Since.IsZero() {
+		return
+	}
+	f.turn = step.Turn
+	if step.Tool == "" {
+		f.prog.observe(contract.Event{Event: contract.EventModelCall, Turn: step.Turn}, step.Since)
+		return
+	}
+	e := contract.Event{Event: contract.EventToolCall, WorkflowID: f.workflowID, Turn: step.Turn, Tool: step.Tool, CallID: step.CallID, Arguments: step.Arguments, Time: step.Since}
+	f.prog.observe(e, step.Since)
+	f.busy = true
+	f.nextPoll = time.Now().Add(backstopPoll)
+	f.p.event(e)
+}
+
+// endEvents prints the session-level events its end carries that no status showed yet.
+func (f *follower) endEvents(sum contract.Summary) {
+	for _, e := range sum.Events {
+		if e.Seq > f.seen {
+			f.seen = e.Seq
+			f.p.event(e)
+		}
+	}
+	if sum.Tokens > 0 {
+		f.prog.counted(sum.Tokens)
+	}
 }
 
 // drain prints the live events that arrived before the result.
@@ -251,6 +356,11 @@ func (f *follower) drain(ctx context.Context) {
 // pollStatus prints session-level events that are new since the last poll and offers the
 // terminal prompt for a new escalation.
 func (f *follower) pollStatus(ctx context.Context) {
+	f.quiet = min(2*max(f.quiet, quietPoll), backstopPoll)
+	if f.busy {
+		f.quiet = backstopPoll
+	}
+	f.nextPoll = time.Now().Add(f.quiet)
 	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	val, err := f.c.QueryWorkflow(qctx, f.workflowID, "", contract.QueryStatus)
@@ -261,13 +371,20 @@ func (f *follower) pollStatus(ctx context.Context) {
 	if val.Get(&st) != nil {
 		return
 	}
+	f.apply(st)
+}
+
+// apply shows a status, queried or posted by a turn: its new events, the tokens, and what the
+// session waits for.
+func (f *follower) apply(st contract.SessionStatus) {
+	f.running = st.Running
 	for _, e := range st.Events {
 		if e.Seq > f.seen {
 			f.seen = e.Seq
 			f.p.event(e)
 		}
 	}
-	f.prog.tokens = st.Usage.Total()
+	f.prog.counted(st.Usage.Total())
 	f.offerApproval(st.Approval)
 	e := st.Escalation
 	if f.prompted != "" && (e == nil || e.ID != f.prompted || e.Answer != nil) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -28,8 +29,10 @@ type screen struct {
 	// region is how many lines the live region occupies now; 0 when it is not drawn.
 	region int
 	// midRow says the last output did not end its line (a reply still streaming); the region is
-	// not drawn then, because it would split the row.
+	// then drawn below that row (below), and col is where on the row the output goes on.
 	midRow bool
+	below  bool
+	col    int
 	// held collects output while the person types an edit; nil otherwise.
 	held *bytes.Buffer
 }
@@ -67,11 +70,21 @@ func (s *screen) print(p []byte) {
 	s.erase()
 	_, _ = s.out.Write(bytes.ReplaceAll(p, []byte("\n"), []byte("\r\n")))
 	s.midRow = p[len(p)-1] != '\n'
+	if i := bytes.LastIndexByte(p, '\n'); i >= 0 {
+		s.col, p = 0, p[i+1:]
+	}
+	s.col += utf8.RuneCount(p)
 }
 
 // erase removes the live region, leaving the cursor where the next output belongs; s.mu is held.
 func (s *screen) erase() {
 	if s.region == 0 {
+		return
+	}
+	if s.below {
+		// The cursor is where the streaming row goes on: clear from there to the end of the screen.
+		_, _ = io.WriteString(s.out, "\x1b[J")
+		s.region, s.below = 0, false
 		return
 	}
 	var b strings.Builder
@@ -91,10 +104,14 @@ func (s *screen) draw(lines []string) {
 		return
 	}
 	s.erase()
-	if s.midRow || len(lines) == 0 {
+	if len(lines) == 0 {
 		return
 	}
 	w := s.widthLocked()
+	if s.midRow {
+		s.drawBelow(lines, w)
+		return
+	}
 	var b strings.Builder
 	for i, l := range lines {
 		if i > 0 {
@@ -104,6 +121,27 @@ func (s *screen) draw(lines []string) {
 	}
 	_, _ = io.WriteString(s.out, b.String())
 	s.region = len(lines)
+}
+
+// drawBelow draws the region under a row that is still being written (a streaming reply) and puts
+// the cursor back where that row goes on, so the spinner and "esc to interrupt" stay in view
+// while text streams. Line feeds first make the room (scrolling at the bottom of the screen);
+// s.mu is held.
+func (s *screen) drawBelow(lines []string, w int) {
+	n := len(lines)
+	var b strings.Builder
+	b.WriteString(strings.Repeat("\n", n))
+	fmt.Fprintf(&b, "\x1b[%dA\r", n)
+	if c := s.col % w; c > 0 {
+		fmt.Fprintf(&b, "\x1b[%dC", c)
+	}
+	b.WriteString("\x1b7")
+	for _, l := range lines {
+		b.WriteString("\r\n\x1b[K" + clipStyled(l, w-1))
+	}
+	b.WriteString("\x1b8")
+	_, _ = io.WriteString(s.out, b.String())
+	s.region, s.below = n, true
 }
 
 // clear removes the live region for good (the session ended).

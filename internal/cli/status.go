@@ -21,6 +21,9 @@ var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "
 type progress struct {
 	start  time.Time
 	tokens int64
+	// streamed counts the characters of the reply streaming now, for an estimate of its tokens
+	// until the session's next status has the real count.
+	streamed int
 	// what is running now, since when, and the tool call it belongs to.
 	what   string
 	since  time.Time
@@ -43,6 +46,7 @@ func (p *progress) observe(e contract.Event, now time.Time) {
 	case contract.EventRetry:
 		p.set(now, fmt.Sprintf("model call, attempt %d in %s", e.Attempt, (time.Duration(e.WaitMS)*time.Millisecond).Round(100*time.Millisecond)), "")
 	case contract.EventDelta:
+		p.streamed += len(e.Text)
 		if !strings.HasPrefix(p.what, "model call") {
 			p.set(now, "model reply", "")
 		}
@@ -71,12 +75,30 @@ func (p *progress) lines(now time.Time) []string {
 	if p.waiting != "" {
 		what = p.waiting
 	}
-	status := fmt.Sprintf("%s %s · session %s · %d tokens · esc to interrupt", spinner[p.frame], what, elapsed(now.Sub(p.start)), p.tokens)
+	status := fmt.Sprintf("%s %s · session %s · %s · esc to interrupt", spinner[p.frame], what, elapsed(now.Sub(p.start)), p.tokenText())
 	out := []string{status}
 	for _, l := range p.tail.lines() {
 		out = append(out, "\x1b[2m  │ "+l)
 	}
 	return out
+}
+
+// charsPerToken is the rough size of a token in English text and code, for the estimate of a
+// streaming reply's tokens.
+const charsPerToken = 4
+
+// counted sets the session's token count from its status, which includes every finished reply.
+func (p *progress) counted(tokens int64) {
+	p.tokens, p.streamed = tokens, 0
+}
+
+// tokenText is the session's tokens: the counted ones, plus an estimate of the reply streaming
+// now, marked with "~" until the count arrives.
+func (p *progress) tokenText() string {
+	if p.streamed == 0 {
+		return fmt.Sprintf("%d tokens", p.tokens)
+	}
+	return fmt.Sprintf("~%d tokens", p.tokens+int64((p.streamed+charsPerToken-1)/charsPerToken))
 }
 
 func modelCall(attempt int) string {

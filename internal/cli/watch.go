@@ -56,7 +56,7 @@ func watchCmd(g *globals) *cobra.Command {
 				if err := c.SignalWorkflow(ctx, wid, "", contract.SignalAttachSink, contract.AttachSink{URL: sink.URL()}); err != nil {
 					p.info("the session is not running; its transcript is above")
 				}
-				f := &follower{c: c, workflowID: wid, p: p, sink: sink, interactive: output == "text" && stdinIsTerminal()}
+				f := &follower{c: c, workflowID: wid, p: p, sink: sink, interactive: output == "text" && stdinIsTerminal(), attached: true}
 				sum, err := f.follow(ctx, c.GetWorkflow(ctx, wid, ""))
 				if err != nil {
 					return err

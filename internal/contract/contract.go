@@ -40,6 +40,8 @@ const (
 	SignalAttachSink       = "attach_sink"
 	QueryStatus            = "status"
 	QueryTranscript        = "transcript"
+	// QueryTurnStep asks a turn (AgentTurn) what it runs now: a TurnStep.
+	QueryTurnStep = "step"
 )
 
 // Session statuses, as they appear in the summary and the AgentStatus search attribute.

@@ -72,6 +72,6 @@ type Event struct {
 	Tokens      int64     `json:"tokens,omitempty"`
 	SavedTokens int64     `json:"saved_tokens,omitempty"`
 	Time        time.Time `json:"time,omitempty"`
-	// Status is set on status events.
-	Status *SessionStatus `json:"status,omitempty"`
+	// Status is set on status events ("session": a summary line's "status" is its status word).
+	Status *SessionStatus `json:"session,omitempty"`
 }

@@ -198,3 +198,13 @@ const StrictInstruction = "Your previous reply could not be parsed. Reply again 
 // PersonPrefix starts a user message that carries a person's instruction into the transcript (an
 // escalation answered with edit), so the model can tell it apart from the original task.
 const PersonPrefix = "[person] "
+
+// TurnStep is what a turn runs now, for a terminal that attaches mid-turn: the model call (Tool
+// empty) or one tool call, since when.
+type TurnStep struct {
+	Turn      int       `json:"turn"`
+	Tool      string    `json:"tool,omitempty"`
+	CallID    string    `json:"call_id,omitempty"`
+	Arguments string    `json:"arguments,omitempty"`
+	Since     time.Time `json:"since"`
+}
