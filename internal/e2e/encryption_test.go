@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -114,6 +116,24 @@ func TestEncryptedSessions(t *testing.T) {
 			}
 		})
 	}
+	// `temporal workflow show` prints the task only through the codec server, with its token.
+	codecSrv := httptest.NewServer(rotated.Handler(codec.ServerOptions{Token: "tok"}))
+	defer codecSrv.Close()
+	show := func(args ...string) string {
+		cmd := exec.CommandContext(ctx, temporalCLI, append([]string{"workflow", "show", "-w", first.id, "--address", env.Address(), "-o", "json"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("temporal workflow show %v: %v\n%s", args, err, out)
+		}
+		return payloadTexts(string(out))
+	}
+	if out := show(); strings.Contains(out, "zebra-quokka-7781") || !strings.Contains(out, codec.Encoding) {
+		t.Errorf("without the codec endpoint the history shows the task, or no encrypted payload")
+	}
+	if out := show("--codec-endpoint", codecSrv.URL, "--codec-auth", "Bearer tok"); !strings.Contains(out, "zebra-quokka-7781") {
+		t.Errorf("with the codec endpoint the history lacks the task:\n%s", lastBytes(out, 2000))
+	}
+
 	// The old transcript still loads from the store through the rotated ring.
 	st, err := app.OpenStore(ctx, cfg2)
 	if err != nil {
@@ -136,6 +156,7 @@ type encryptedRun struct {
 	keyIDs   map[string]int      // payloads per key ID
 	output   []string            // lines of its commands' output, as the model was told them
 	head     string              // the transcript head of the last turn
+	id       string              // the session's workflow ID
 }
 
 // runEncrypted runs one demo session with cfg's keys through an in-process worker and reads its
@@ -165,7 +186,7 @@ func runEncrypted(ctx context.Context, t *testing.T, cfg config.Config, gateway,
 	if err := run.Get(ctx, &sum); err != nil || sum.Status != contract.StatusCompleted {
 		t.Fatalf("summary %+v, %v", sum, err)
 	}
-	out := encryptedRun{keyIDs: map[string]int{}}
+	out := encryptedRun{keyIDs: map[string]int{}, id: run.GetID()}
 	ids := []string{run.GetID()}
 	for n := 1; n <= sum.Turns; n++ {
 		id := contract.TurnWorkflowID(run.GetID(), n)
@@ -221,6 +242,21 @@ func outputLines(s string) []string {
 		}
 	}
 	return out
+}
+
+// payloadData matches the base64 fields of a history printed as JSON: payloads' data and metadata.
+var payloadData = regexp.MustCompile(`"(?:data|encoding|encryption-key-id)":\s*"([A-Za-z0-9+/=]+)"`)
+
+// payloadTexts is every base64 field of a JSON history, decoded, one a line.
+func payloadTexts(out string) string {
+	var b strings.Builder
+	for _, m := range payloadData.FindAllStringSubmatch(out, -1) {
+		if d, err := base64.StdEncoding.DecodeString(m[1]); err == nil {
+			b.Write(d)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
 }
 
 // decodeVia posts payloads to a codec server's /decode as the Web UI does and returns the status
