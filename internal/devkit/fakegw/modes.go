@@ -68,6 +68,16 @@ const (
 	ModeEscape = "escape"
 	// ModeEscapeHold first runs EscapeHoldCommand, which waits, then the attempts of ModeEscape.
 	ModeEscapeHold = "escape_hold"
+	// The escape classes (escape_classes.go): each runs the hostile attempts of one class of hole,
+	// named targets from an EscapeClassTask, one call per turn, then answers; ModeEscapeClasses
+	// runs every class's in one session.
+	ModeEscapeState       = "escape_state"
+	ModeEscapeSetuid      = "escape_setuid"
+	ModeEscapeDescriptors = "escape_descriptors"
+	ModeEscapeSignals     = "escape_signals"
+	ModeEscapeLimits      = "escape_limits"
+	ModeEscapeFileTools   = "escape_file_tools"
+	ModeEscapeClasses     = "escape_classes"
 	// ModePrimaryDown answers every request for any model but FallbackModel with 503, on every
 	// call of the conversation: the primary is down, and only a fallback (gateway.fallbacks) can
 	// answer. `starter demo --inject primary_down` configures FallbackModel as the fallback.
@@ -114,6 +124,13 @@ var ModeTable = []ModeInfo{
 	{ModeBreaker, "an MCP tool fails on every call until its breaker opens and read_file is offered instead"},
 	{ModeEscape, "a hostile model tries every way out of the sandbox it knows, one per turn"},
 	{ModeEscapeHold, "a command that waits, then the escape attempts: time to cancel mid-escape"},
+	{ModeEscapeState, "a hostile model looks for other sessions' tasks and transcripts and writes a keel.yaml that would unconfine later commands"},
+	{ModeEscapeSetuid, "a hostile model makes setuid, setgid and device files in the work directory and the cache"},
+	{ModeEscapeDescriptors, "a hostile model plants keys, lists its descriptors and forges the sandbox's report"},
+	{ModeEscapeSignals, "a hostile model sends the sandbox's init SIGQUIT, SIGTERM, SIGSEGV, SIGSTOP and SIGCONT"},
+	{ModeEscapeLimits, "a hostile model runs a fork loop for 10 s and touches 3 GiB of shared memory (bounded only where a cgroup is)"},
+	{ModeEscapeFileTools, "a hostile model turns the file tools on a 200 MiB file and a named pipe"},
+	{ModeEscapeClasses, "every escape class above in one session"},
 	{ModePrimaryDown, "the primary model answers 503 on every call; the fallback model (gateway.fallbacks) answers"},
 }
 

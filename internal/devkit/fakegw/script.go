@@ -117,7 +117,10 @@ func decide(mode string, t transcript) reply {
 	case ModeBreaker:
 		return breakerReply(ex)
 	case ModeEscape, ModeEscapeHold:
-		return escapeReply(t, ex, mode == ModeEscapeHold)
+		return escapeReply(t, ex, mode)
+	}
+	if IsEscapeClass(mode) {
+		return escapeReply(t, ex, mode)
 	}
 	return scripted(ex)
 }

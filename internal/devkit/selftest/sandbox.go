@@ -19,7 +19,9 @@ const selftestSecret = "sk-selftest-sandbox-secret"
 var sandboxEnv = []string{"KEEL_TOOLS_LIMITS_PROCESSES=64", "KEEL_TOOLS_LIMITS_MEMORY_MB=256", "KEEL_GATEWAY_API_KEY=" + selftestSecret}
 
 // sandboxRows are the hostile model's rows: every attempt of fakegw.EscapeSteps is contained and
-// the session completes; a cancel during a command that started daemons leaves none behind.
+// the session completes; a cancel during a command that started daemons leaves none behind; and
+// one row per escape class but the limits (fakegw.ModeEscapeLimits maps 3 GiB, which only a
+// cgroup bounds, so the e2e suite runs it).
 func sandboxRows() []Row {
 	return []Row{
 		{
@@ -38,7 +40,50 @@ func sandboxRows() []Row {
 			},
 			Check: func(events []contract.Event, _ contract.Summary) error { return noSurvivors(events) },
 		},
+		classRow("sandbox setuid", fakegw.ModeEscapeSetuid),
+		classRow("sandbox descriptors", fakegw.ModeEscapeDescriptors),
+		classRow("sandbox signals", fakegw.ModeEscapeSignals),
+		classRow("file tools fifo", fakegw.ModeEscapeFileTools),
+		classRow("state outside workdir", fakegw.ModeEscapeState),
 	}
+}
+
+// classRow is the row of one escape class: each attempt's result is true to what happened (see
+// fakegw.EscapeClassSteps) and nothing the class started outlives the session. The demo's state
+// folder holds its dev server's database; no result may name it.
+func classRow(name, mode string) Row {
+	return Row{
+		Name: name, Args: []string{"--inject", mode}, Env: sandboxEnv, Status: contract.StatusCompleted,
+		Check: func(events []contract.Event, _ contract.Summary) error {
+			var results []string
+			for _, e := range events {
+				if e.Event == contract.EventToolResult {
+					results = append(results, e.Text)
+				}
+			}
+			steps := fakegw.EscapeClassSteps(mode, "")
+			if len(results) != len(steps) {
+				return fmt.Errorf("%d tool results, want one per attempt (%d)", len(results), len(steps))
+			}
+			for i, s := range steps {
+				if why := s.Check(results[i]); why != "" {
+					return fmt.Errorf("%s: %s: %q", s.Name, why, clip(results[i]))
+				}
+				if strings.Contains(results[i], selftestSecret) || strings.Contains(results[i], "temporal.db") {
+					return fmt.Errorf("%s got through: %q", s.Name, clip(results[i]))
+				}
+			}
+			return noSurvivors(events)
+		},
+	}
+}
+
+// clip keeps a result short enough for the row's one line.
+func clip(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "..."
+	}
+	return s
 }
 
 // contained checks the escape row's tool results: no secret and no written marker shows, the
