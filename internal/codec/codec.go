@@ -120,7 +120,7 @@ func parseKey(spec string, lookup func(string) (string, bool)) (Key, error) {
 		}
 		raw = b
 	default:
-		return Key{}, fmt.Errorf("key %q: the source must be env: or file:, not %s:", spec, kind)
+		return Key{}, fmt.Errorf("key %q: the source must be env or file, not %s", spec, kind)
 	}
 	return Key{ID: id, Secret: decodeSecret(raw)}, nil
 }

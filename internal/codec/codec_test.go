@@ -129,7 +129,7 @@ func TestParseKeys(t *testing.T) {
 		{"missing variable", []string{"x=env:NOPE"}, "", "NOPE is not set"},
 		{"short key", []string{"x=env:SHORT"}, "", "AES-256 needs 32"},
 		{"bad form", []string{"x"}, "", "ID=env:VARIABLE"},
-		{"bad source", []string{"x=vault:y"}, "", "env: or file:"},
+		{"bad source", []string{"x=vault:y"}, "", "must be env or file"},
 		{"twice", []string{"x=env:B64", "x=env:HEX"}, "", "given twice"},
 		{"none", nil, "", "no encryption key"},
 	}

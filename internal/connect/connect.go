@@ -13,10 +13,13 @@ import (
 	"strings"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/proxy"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
 	"github.com/keelrun/keel/internal/codec"
@@ -74,8 +77,27 @@ func Options(cfg config.Config, env Env) (client.Options, error) {
 	if keys != nil {
 		opts.DataConverter = keys.DataConverter()
 		opts.FailureConverter = keys.FailureConverter()
+		dec, err := decodeResponses(keys)
+		if err != nil {
+			return client.Options{}, err
+		}
+		opts.ConnectionOptions.DialOptions = append(opts.ConnectionOptions.DialOptions, grpc.WithChainUnaryInterceptor(dec))
 	}
 	return opts, nil
+}
+
+// decodeResponses decrypts the payloads of every answer the server sends (search attributes
+// aside), so the commands that read histories, memos and descriptions raw (attempts, watch,
+// list) see what the data converter would: requests stay as the data converter encrypted them.
+func decodeResponses(keys *codec.Keyring) (grpc.UnaryClientInterceptor, error) {
+	return proxy.NewPayloadVisitorInterceptor(proxy.PayloadVisitorInterceptorOptions{
+		Inbound: &proxy.VisitPayloadsOptions{
+			Visitor: func(_ *proxy.VisitPayloadsContext, ps []*commonpb.Payload) ([]*commonpb.Payload, error) {
+				return keys.Decode(ps)
+			},
+			SkipSearchAttributes: true,
+		},
+	})
 }
 
 // overlay puts Keel's temporal.* keys over the profile.

@@ -202,6 +202,20 @@ func runEncrypted(ctx context.Context, t *testing.T, cfg config.Config, gateway,
 			}
 		}
 	}
+	// The programs' own raw reads (attempts, watch, list) see the history decrypted.
+	seen := false
+	it := c.GetWorkflowHistory(ctx, run.GetID(), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := proto.Marshal(ev)
+		seen = seen || bytes.Contains(b, []byte(task))
+	}
+	if !seen {
+		t.Fatal("the history read through a client with the keys does not show the task")
+	}
 	raw := env.Client() // no codec: what the server and its operators see
 	for _, id := range ids {
 		it := raw.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
