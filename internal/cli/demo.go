@@ -15,6 +15,7 @@ import (
 	"github.com/keelrun/keel/internal/app"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/devkit/demo"
+	"github.com/keelrun/keel/internal/devkit/devstack"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
 	"github.com/keelrun/keel/internal/devkit/flakymcp/flaky"
 	"github.com/keelrun/keel/internal/devkit/toolhooks"
@@ -76,7 +77,7 @@ func demoCmd(g *globals) *cobra.Command {
 }
 
 func runDemo(ctx context.Context, g *globals, cfg config.Config, p printer, inject, output string) error {
-	stack, err := app.StartStack(ctx, cfg, g.stderr)
+	stack, err := devstack.Start(ctx, cfg, g.stderr)
 	if err != nil {
 		return err
 	}

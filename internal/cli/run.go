@@ -16,6 +16,7 @@ import (
 	"github.com/keelrun/keel/internal/app"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/devstack"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
 )
 
@@ -150,7 +151,7 @@ func sessionEndpoint(cmd *cobra.Command, cfg config.Config, keyRef string) (*con
 
 // startDevWorker brings up the dev stack and a worker in this process.
 func startDevWorker(ctx context.Context, g *globals, cfg config.Config) (func(), error) {
-	stack, err := app.StartStack(ctx, cfg, g.stderr)
+	stack, err := devstack.Start(ctx, cfg, g.stderr)
 	if err != nil {
 		return nil, err
 	}

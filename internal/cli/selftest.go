@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/keelrun/keel/internal/app"
 	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/devkit/devstack"
 	"github.com/keelrun/keel/internal/devkit/selftest"
 )
 
@@ -26,7 +26,7 @@ func selftestCmd(g *globals) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			stack, err := app.StartStack(ctx, cfg, g.stderr)
+			stack, err := devstack.Start(ctx, cfg, g.stderr)
 			if err != nil {
 				return err
 			}

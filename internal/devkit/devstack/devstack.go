@@ -1,15 +1,13 @@
-package app
+// Package devstack brings up the local dev stack the starter's demo, dev and run --dev commands
+// use: a Temporal dev server and the fake model gateway. It lives with the rest of the dev kit so
+// that production programs (the worker, the Slack bot) link neither.
+package devstack
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-
-	"go.temporal.io/sdk/client"
 
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
@@ -29,9 +27,9 @@ type Stack struct {
 	gatewayURL string
 }
 
-// StartStack brings up what the dev stack lacks. A server that already answers on the configured
+// Start brings up what the dev stack lacks. A server that already answers on the configured
 // address is reused, so a user's Web UI history stays in one place.
-func StartStack(ctx context.Context, cfg config.Config, progress io.Writer) (*Stack, error) {
+func Start(ctx context.Context, cfg config.Config, progress io.Writer) (*Stack, error) {
 	st := &Stack{}
 	if !devserver.Answering(cfg.Temporal.Address) {
 		st.DBFile = filepath.Join(cfg.Dev.StateDir, "temporal.db")
@@ -90,29 +88,4 @@ func (s *Stack) Close() {
 	if s.Server != nil {
 		_ = s.Server.Stop()
 	}
-}
-
-// ProcessQueue is the task queue of the worker a starter process brings for its own session (demo,
-// run --dev): base with a suffix of this process alone. The session is then served by that worker
-// only, with its gateway, its tool hooks and its injected faults, and that worker takes no session
-// of another starter; `starter dev`, which serves other starters, keeps the configured queue.
-func ProcessQueue(base string) string {
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	return fmt.Sprintf("%s-dev-%d-%s", base, os.Getpid(), hex.EncodeToString(b))
-}
-
-// StartWorker runs a worker in this process against gatewayURL, with hooks around its tool runner,
-// until stop is called.
-func StartWorker(ctx context.Context, c client.Client, cfg config.Config, gatewayURL string, hooks ...ToolHook) (stop func(), err error) {
-	acts, closeDeps, err := Activities(ctx, cfg, gatewayURL, hooks...)
-	if err != nil {
-		return nil, err
-	}
-	w := NewWorker(c, cfg, acts)
-	if err := w.Start(); err != nil {
-		closeDeps()
-		return nil, fmt.Errorf("starting the worker: %w", err)
-	}
-	return func() { w.Stop(); closeDeps() }, nil
 }
