@@ -36,15 +36,20 @@ var actionCases = []actionCase{
 // `action` counter, at three turn shapes, on Keel's server as it ships (worker commands on: the
 // server pushes cancellation, heartbeats prove liveness only) and on the same server with worker
 // commands off (the worker falls back to heartbeating every 200 ms). It also counts heartbeat
-// RPCs per minute of running activity, and prices a turn at $50 per million actions.
+// RPCs per minute of running activity, and prices a turn at $50 per million actions. On the shipped
+// server each shape runs a second time through the shipped starter binary, attached to the session
+// until it ends, to count what a watching terminal adds.
 func BenchmarkActionsPerTurn(b *testing.B) {
 	servers := []struct {
 		name string
 		dyn  map[string]string
+		// attached also runs each shape through the shipped starter, attached until the end.
+		attached bool
 	}{
-		{"worker commands", KeelDynamicConfig(nil)},
-		{"no worker commands", withoutWorkerCommands()},
+		{"worker commands", KeelDynamicConfig(nil), true},
+		{"no worker commands", withoutWorkerCommands(), false},
 	}
+	starter := buildStarter(b)
 	for _, sv := range servers {
 		b.Run(strings.ReplaceAll(sv.name, " ", "-"), func(b *testing.B) {
 			ctx := benchContext(b)
@@ -72,6 +77,17 @@ func BenchmarkActionsPerTurn(b *testing.B) {
 						b.Fatal(err)
 					}
 					reportActions(b, sv.name, c, after.Sub(before), beats, d)
+					if !sv.attached {
+						continue
+					}
+					rpcs.Take()
+					d = runAttached(ctx, b, starter, srv, rig, uniq("attached"))
+					beats = len(rpcs.Take()["RecordActivityTaskHeartbeat"])
+					attached, err := SettledActions(ctx, srv.MetricsURL())
+					if err != nil {
+						b.Fatal(err)
+					}
+					reportActions(b, sv.name+", starter attached", c, attached.Sub(after), beats, d)
 				}
 			}
 		})
