@@ -127,8 +127,10 @@ func (s *session) run(ctx workflow.Context) (contract.Summary, error) {
 		}
 
 		turn := s.state.Turns + 1
-		s.setDetails(ctx, fmt.Sprintf("turn %d running", turn))
 		id := contract.TurnWorkflowID(workflow.GetInfo(ctx).WorkflowExecution.ID, turn)
+		// What the turn runs (the model call, a tool call) is in the turn's own details: the
+		// session learns of it only when the turn ends.
+		s.setDetails(ctx, fmt.Sprintf("turn %d running: what it runs now is in the details of %s", turn, id))
 		s.deliverInbox(ctx)
 		s.modelTurn, s.running = true, turn
 		in := s.turnInput(ctx, turn)
