@@ -22,6 +22,7 @@ import (
 	"github.com/keelrun/keel/internal/devkit/demo"
 	"github.com/keelrun/keel/internal/devkit/devserver"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
+	"github.com/keelrun/keel/internal/devkit/replay"
 	"github.com/keelrun/keel/internal/devkit/testenv"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tools/toolspec"
@@ -149,6 +150,15 @@ func runDrill(t *testing.T, backendEnv []string) {
 		t.Error("the model's retry of the call that never started did not run it")
 	}
 
+	for id, want := range map[string]string{before: "reconciled: not run", mid: "reconciled: outcome unknown", outage[0]: "reconciled: the recorded result"} {
+		cmd := exec.Command(starter, "attempts", id)
+		cmd.Env = env.StarterEnv(t, "KEEL_TEMPORAL_ADDRESS="+d.addr)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("starter attempts %s does not say %q (%v):\n%s", id, want, err, out)
+		}
+	}
+
 	dups, total := duplicateExecutions(t, d.effects)
 	if len(dups) > 0 {
 		t.Errorf("tool activities executed more than once: %v", dups)
@@ -157,6 +167,25 @@ func runDrill(t *testing.T, backendEnv []string) {
 		t.Errorf("calls whose tool_result reached the stream twice: %v", twice)
 	}
 	t.Logf("%d tool executions, %d duplicates, %d tool_result events, %.0fs", total, len(dups), d.sink.results(), time.Since(start).Seconds())
+	if os.Getenv("KEEL_RECORD_HISTORIES") == "1" && envValue(backendEnv, "KEEL_STORE_BACKEND") == "" {
+		d.record(map[string]string{"ledger-outcome": outage[0], "ledger-unknown": mid, "ledger-not-run": before})
+	}
+}
+
+// record writes replay fixtures of the drill's sessions: each session's history and its first
+// turn's, the turn whose tool call was answered from the ledger (KEEL_RECORD_HISTORIES=1, as
+// internal/devkit/replay's TestRecordHistories).
+func (d *drill) record(sessions map[string]string) {
+	d.t.Helper()
+	dir := filepath.Join(testenv.RepoRoot(), "workflows", "testdata", "histories")
+	for name, id := range sessions {
+		if _, err := replay.WriteHistory(d.ctx, d.srv.Client(), id, "", filepath.Join(dir, name+"-session.json")); err != nil {
+			d.t.Fatal(err)
+		}
+		if _, err := replay.WriteHistory(d.ctx, d.srv.Client(), contract.TurnWorkflowID(id, 1), "", filepath.Join(dir, name+"-turn-1.json")); err != nil {
+			d.t.Fatal(err)
+		}
+	}
 }
 
 func startDrill(ctx context.Context, t *testing.T, backendEnv []string) *drill {
