@@ -24,7 +24,7 @@ func (s *session) awaitApproval(ctx workflow.Context, a contract.Approval, durat
 	s.approval, s.decision = &a, nil
 	s.status = contract.StatusWaiting
 	s.upsertSearch(ctx)
-	s.setWaitingDetails(ctx, fmt.Sprintf("waiting for approval of %s", clip(a.Tool+" "+a.Arguments, 80)), approvalHelp(workflow.GetInfo(ctx).WorkflowExecution.ID, a))
+	s.setWaitingDetails(ctx, fmt.Sprintf("waiting for approval of `%s` (call `%s`)", a.Tool, a.CallID), approvalHelp(workflow.GetInfo(ctx).WorkflowExecution.ID, a))
 	s.addEvent(ctx, contract.Event{Event: contract.EventApproval, Turn: s.state.Turns, Tool: a.Tool, CallID: a.CallID, Arguments: a.Arguments,
 		Text: fmt.Sprintf("%s %s waits for approval (digest %s)", a.Tool, clip(a.Arguments, 120), a.Digest[:12])})
 

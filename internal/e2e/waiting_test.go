@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -32,16 +33,17 @@ func metadata(t *testing.T, wid string) *sdkpb.WorkflowMetadata {
 	return &md
 }
 
-// detailsLine waits until the session's current details show a command line starting with
-// prefix, and returns that line.
+// detailsLine waits until the session's current details show a command starting with prefix, and
+// returns it as the block a person copies: continued lines and multi-line input included, which
+// the shell reads as one command.
 func detailsLine(t *testing.T, wid, prefix string) string {
 	t.Helper()
 	var line, details string
 	ok := waitFor(30*time.Second, func() bool {
 		details = metadata(t, wid).GetCurrentDetails()
-		for _, l := range strings.Split(details, "\n") {
-			if l = strings.TrimSpace(l); strings.HasPrefix(l, prefix) {
-				line = l
+		for _, block := range codeBlocks(details) {
+			if strings.HasPrefix(continued.ReplaceAllString(block, " "), prefix) {
+				line = block
 				return true
 			}
 		}
@@ -51,6 +53,27 @@ func detailsLine(t *testing.T, wid, prefix string) string {
 		t.Fatalf("the current details never showed %q:\n%s", prefix, details)
 	}
 	return line
+}
+
+// continued matches a shell line continuation with the blanks around it.
+var continued = regexp.MustCompile(`\s*\\\n\s*`)
+
+// codeBlocks are the Markdown code blocks of text (lines indented by four spaces), each with its
+// indent removed.
+func codeBlocks(text string) []string {
+	var blocks []string
+	var cur []string
+	for _, l := range append(strings.Split(text, "\n"), "") {
+		if rest, ok := strings.CutPrefix(l, "    "); ok {
+			cur = append(cur, rest)
+			continue
+		}
+		if len(cur) > 0 {
+			blocks = append(blocks, strings.Join(cur, "\n"))
+			cur = nil
+		}
+	}
+	return blocks
 }
 
 // runLine runs a command line copied from the Web UI in a shell, as a person would paste it, with
