@@ -19,6 +19,7 @@ import (
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tools/mcp"
 	"github.com/keelrun/keel/internal/tools/sandbox"
+	"github.com/keelrun/keel/internal/tools/snapshot"
 	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
@@ -47,6 +48,8 @@ type Activities struct {
 
 	// Endpoints serves the model endpoints sessions name (contract.Endpoint); nil refuses them.
 	Endpoints *gateway.Endpoints
+	// Snapshots keeps each session's work directory per turn, for fork --turn; nil keeps none.
+	Snapshots *snapshot.Store
 
 	soloOnce sync.Once
 	solo     *gateway.Chain

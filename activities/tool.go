@@ -29,8 +29,10 @@ func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (con
 	if a.claim(ctx, key, req) {
 		stop := a.keepBeating(ctx, func() any { return req.Call.ID })
 		live, stopLive := a.liveOutput(ctx, req)
+		snap := a.snapshots(ctx, req)
 		var err error
 		res, err = a.tools().Run(withLiveOutput(ctx, live), req)
+		snap()
 		stopLive()
 		stop()
 		if err != nil {
@@ -134,4 +136,27 @@ func (a *Activities) tools() ToolRunner {
 // wraps it in its hooks.
 func (a *Activities) DefaultTools() DefaultTools {
 	return DefaultTools{OutputCap: a.OutputCap, MCP: a.MCP, Sandbox: a.Sandbox, CheckWorkdir: a.CheckWorkdir}
+}
+
+// snapshots keeps the work directory's state per turn for a built-in tool that may change it
+// (starter fork --turn N restores it): before the session's first such call the state it started
+// from, and after each call the state this turn left. The
+// returned function takes the second. A snapshot that fails is logged; the tool runs regardless.
+func (a *Activities) snapshots(ctx context.Context, req contract.ToolRequest) func() {
+	if a.Snapshots == nil || req.Server != "" || req.Workdir == "" {
+		return func() {}
+	}
+	if spec, ok := toolspec.Lookup(toolspec.Builtin(), req.Call.Name); !ok || !spec.Writes {
+		return func() {}
+	}
+	warn := func(err error) {
+		if err != nil {
+			activity.GetLogger(ctx).Warn("the work directory's snapshot for fork --turn could not be taken", "turn", req.Turn, "error", err)
+		}
+	}
+	warn(a.Snapshots.EnsureBase(req.SessionID, req.Workdir))
+	return func() {
+		_, err := a.Snapshots.Take(req.SessionID, req.Turn, req.Workdir)
+		warn(err)
+	}
 }

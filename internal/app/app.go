@@ -28,6 +28,7 @@ import (
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tools/mcp"
 	"github.com/keelrun/keel/internal/tools/sandbox"
+	"github.com/keelrun/keel/internal/tools/snapshot"
 	"github.com/keelrun/keel/workflows"
 )
 
@@ -99,6 +100,9 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 		Sandbox:   SandboxConfig(cfg.Sandbox),
 		// A session's work directory may not hold this worker's state, store or configuration.
 		CheckWorkdir: cfg.CheckWorkdir,
+	}
+	if cfg.Dev.StateDir != "" {
+		acts.Snapshots = snapshot.New(snapshot.Dir(cfg.Dev.StateDir))
 	}
 	if j := cfg.Gateway.FixedJitter; j != nil {
 		draw := *j

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +21,7 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/tools/snapshot"
 )
 
 func watchCmd(g *globals) *cobra.Command {
@@ -77,7 +80,7 @@ func forkCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "fork WORKFLOW_ID --turn N [--edit CALL_ID=TEXT] [--workdir DIR]",
 		Example: "  starter fork " + exampleID + " --turn 3\n  starter fork " + exampleID + " --turn 2 --edit call_4=\"the file is calc.go\"",
-		Short:   "Start a new session from the first N turns of another, re-running none of their tools",
+		Short:   "Start a new session from the first N turns of another and its files as they were then, re-running none of their tools",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := newPrinter(output, g.stdout)
@@ -110,10 +113,12 @@ func forkCmd(g *globals) *cobra.Command {
 				in.Carry = &contract.SessionState{Head: head, Turns: turn, StartedAt: time.Now()}
 				wid := newWorkflowID("fork")
 				nameSession(p, wid)
-				if in.Workdir, err = forkWorkdir(in.Workdir, workdir, wid); err != nil {
+				snaps := snapshot.New(snapshot.Dir(cfg.Dev.StateDir))
+				var note string
+				if in.Workdir, note, err = forkWorkdir(snaps, args[0], turn, in.Workdir, workdir, wid); err != nil {
 					return err
 				}
-				p.info(fmt.Sprintf("forked %s at turn %d as %s; work directory %s", args[0], turn, wid, in.Workdir))
+				p.info(fmt.Sprintf("forked %s at turn %d as %s; work directory %s, as it was after turn %d%s", args[0], turn, wid, in.Workdir, turn, note))
 				sum, err := startSession(ctx, c, cfg, sessionSpec{workflowID: wid, task: "fork: " + in.Task, output: output, input: &in}, p)
 				if err != nil {
 					return err
@@ -124,7 +129,7 @@ func forkCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&turn, "turn", 0, "keep the transcript up to the end of this turn (required)")
-	cmd.Flags().StringVar(&workdir, "workdir", "", "the fork's work directory, as the workers see it (default: a copy of the original's next to it)")
+	cmd.Flags().StringVar(&workdir, "workdir", "", "the fork's work directory, absent or empty, filled with the files as they were after turn N (default: one next to the original's)")
 	cmd.Flags().StringArrayVar(&edits, "edit", nil, "replace the result of one tool call in the copy: CALL_ID=TEXT")
 	outputFlag(cmd, &output)
 	return cmd
@@ -264,19 +269,84 @@ func exitFor(sum contract.Summary) error {
 	return nil
 }
 
-// forkWorkdir gives a fork a work directory of its own, so it never changes the files of the session
-// it came from: the one named with --workdir, or a copy of the original's next to it. A work
-// directory that lives only on the workers cannot be copied from here: name one with --workdir.
-func forkWorkdir(original, given, wid string) (string, error) {
-	if given != "" {
-		return given, nil
+// forkWorkdir gives a fork a work directory of its own, as it was after turn: the snapshot the
+// workers kept of the original session's work directory after that turn, restored into the
+// directory named with --workdir (absent or empty) or into a new one next to the original's. It
+// refuses when no snapshot covers the turn (a session started before snapshots were kept, or one
+// whose workers keep their state elsewhere): copying the directory as it is now would show the
+// model other files than its transcript says. The restored directory becomes the fork's own first
+// snapshot, so a fork of the fork works too. note says which files the snapshot skipped (too big);
+// they are copied as they are now.
+func forkWorkdir(snaps *snapshot.Store, session string, turn int, original, given, wid string) (dir, note string, err error) {
+	m, err := snaps.Find(session, turn)
+	if errors.Is(err, snapshot.ErrNone) {
+		return "", "", &exitError{code: ExitUsage, err: fmt.Errorf("cannot fork %s at turn %d: there is no snapshot of its work directory after that turn "+
+			"in %s (the session started before snapshots were kept, or its workers keep their state elsewhere); nothing was started", session, turn, snaps.Root)}
 	}
-	if st, err := os.Stat(original); err != nil || !st.IsDir() {
-		return "", usageErr("the work directory %q of the original session is not on this machine to copy; give the fork one with --workdir DIR", original)
+	if err != nil {
+		return "", "", err
 	}
-	dst := strings.TrimRight(original, string(filepath.Separator)) + "-" + wid
-	if err := os.CopyFS(dst, os.DirFS(original)); err != nil {
-		return "", fmt.Errorf("copying the work directory %s for the fork to %s: %w", original, dst, err)
+	dst := given
+	if dst == "" {
+		dst = strings.TrimRight(original, string(filepath.Separator)) + "-" + wid
 	}
-	return dst, nil
+	if names, err := os.ReadDir(dst); err == nil && len(names) > 0 {
+		return "", "", usageErr("the fork's work directory %s is not empty; name an absent or empty one with --workdir DIR", dst)
+	}
+	if err := snaps.Restore(m, dst); err != nil {
+		return "", "", fmt.Errorf("restoring the work directory of %s after turn %d into %s: %w", session, turn, dst, err)
+	}
+	if len(m.Skipped) > 0 {
+		copied := copySkipped(original, dst, m.Skipped)
+		note = fmt.Sprintf("; %d file(s) over %d MiB were not in the snapshot, %d copied as they are now (%s)",
+			len(m.Skipped), snapshot.MaxFileSize>>20, copied, strings.Join(firstN(m.Skipped, 3), ", "))
+	}
+	if _, err := snaps.Take(wid, turn, dst); err != nil {
+		return "", "", fmt.Errorf("recording the fork's work directory: %w", err)
+	}
+	return dst, note, nil
+}
+
+// copySkipped copies the regular files a snapshot left out from the original work directory as
+// they are now, and returns how many it could copy.
+func copySkipped(original, dst string, skipped []string) int {
+	n := 0
+	for _, rel := range skipped {
+		if copyFile(filepath.Join(original, rel), filepath.Join(dst, rel)) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// copyFile streams one regular file to a new path.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if st, err := in.Stat(); err != nil || !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", src)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// firstN is at most n of list.
+func firstN(list []string, n int) []string {
+	if len(list) > n {
+		return list[:n]
+	}
+	return list
 }
