@@ -85,6 +85,8 @@ type follower struct {
 	attached bool
 	// running is the turn in flight, as the last status said.
 	running int
+	// inFlight is the call showStep showed, until its result is printed.
+	inFlight *contract.Event
 }
 
 // follow prints the session's events until its result arrives. Esc or Ctrl+C at a terminal, or
@@ -112,6 +114,7 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 	}
 	finish := func(r result) (contract.Summary, error) {
 		f.drain(ctx)
+		f.settleInFlight(ctx, nil, r.sum.Transcript)
 		f.endEvents(r.sum)
 		f.closeDialog()
 		f.swallowSecondKey(keys)
@@ -254,6 +257,7 @@ func (f *follower) attachScreen() func() {
 // too old to send it is asked instead.
 func (f *follower) live(ctx context.Context, e contract.Event) {
 	now := time.Now()
+	f.settleInFlight(ctx, &e, nil)
 	if e.Event == contract.EventStatus {
 		if e.Status != nil {
 			f.turn = e.Turn
@@ -326,6 +330,40 @@ func (f *follower) showStep(ctx context.Context) {
 	f.busy = true
 	f.nextPoll = time.Now().Add(backstopPoll)
 	f.p.event(e)
+	f.inFlight = &e
+}
+
+// settleInFlight prints the result of the call showStep showed, once anything after it arrives:
+// the call's activity was scheduled before this follower attached, so its result event went only
+// to the sinks the session had then. The result is in the session's transcript, asked once (from
+// pending, the messages of the transcript not stored yet, or the summary's when the session ended).
+func (f *follower) settleInFlight(ctx context.Context, e *contract.Event, ended *contract.Transcript) {
+	call := f.inFlight
+	if call == nil || (e != nil && e.CallID == call.CallID && e.Event == contract.EventOutput) {
+		return
+	}
+	f.inFlight = nil
+	if e != nil && e.Event == contract.EventToolResult && e.CallID == call.CallID {
+		return
+	}
+	pending := func() []contract.Message {
+		if ended != nil {
+			return ended.Pending
+		}
+		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		var tr contract.Transcript
+		if val, err := f.c.QueryWorkflow(qctx, f.workflowID, "", contract.QueryTranscript); err != nil || val.Get(&tr) != nil {
+			return nil
+		}
+		return tr.Pending
+	}()
+	for _, m := range pending {
+		if m.Role == contract.RoleTool && m.ToolCallID == call.CallID {
+			f.p.event(contract.Event{Event: contract.EventToolResult, WorkflowID: f.workflowID, Turn: call.Turn, Tool: call.Tool, CallID: call.CallID, Text: m.Content, IsError: m.IsError})
+			return
+		}
+	}
 }
 
 // endEvents prints the session-level events its end carries that no status showed yet.

@@ -112,3 +112,36 @@ func TestTokensStreamAsAnEstimate(t *testing.T) {
 		t.Fatalf("after the count: %q", got)
 	}
 }
+
+// TestInFlightCallGetsItsResult: a call shown on attaching is settled by what follows it: its own
+// result needs nothing more; any other event asks the transcript for the result once.
+func TestInFlightCallGetsItsResult(t *testing.T) {
+	call := contract.Event{Event: contract.EventToolCall, Turn: 1, Tool: "run_command", CallID: "c1"}
+	cases := []struct {
+		name    string
+		next    contract.Event
+		queries int
+		settled bool
+	}{
+		{"its output", contract.Event{Event: contract.EventOutput, CallID: "c1", Text: "x"}, 0, false},
+		{"its result", contract.Event{Event: contract.EventToolResult, CallID: "c1"}, 0, true},
+		{"the next call", contract.Event{Event: contract.EventToolCall, Turn: 1, CallID: "c2"}, 1, true},
+		{"the next turn", contract.Event{Event: contract.EventStatus, Turn: 2, Status: &contract.SessionStatus{Running: 2}}, 1, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cc := &countingClient{}
+			p, err := newPrinter("jsonl", io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := &follower{c: cc, workflowID: "w", p: p, prog: newProgress(time.Now()), turn: 1}
+			in := call
+			f.inFlight = &in
+			f.settleInFlight(context.Background(), &c.next, nil)
+			if cc.queries != c.queries || (f.inFlight == nil) != c.settled {
+				t.Errorf("queries %d, settled %v; want %d, %v", cc.queries, f.inFlight == nil, c.queries, c.settled)
+			}
+		})
+	}
+}
