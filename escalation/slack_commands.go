@@ -130,6 +130,9 @@ func StatusText(wf string, st contract.SessionStatus) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Session `%s`: *%s*, turn %d, %d tokens, %d tool calls (%d blocked)",
 		wf, st.Status, st.Turn, st.Usage.Total(), st.Counters.ToolCalls, st.Counters.BlockedCalls)
+	if st.Running > 0 {
+		fmt.Fprintf(&b, "\nTurn %d is running (the counts above are of the turns done)", st.Running)
+	}
 	if e := st.Escalation; e != nil && e.Answer == nil {
 		fmt.Fprintf(&b, "\nWaiting on escalation `%s`: %s", e.ID, Reason(e.Reason))
 	}
