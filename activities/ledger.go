@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -39,7 +40,12 @@ func (a *Activities) claim(ctx context.Context, key store.LedgerKey, req contrac
 	if a.Store == nil || !claims(req) {
 		return true
 	}
-	if err := a.Store.Claim(ctx, key); err != nil {
+	err := a.Store.Claim(ctx, key)
+	switch {
+	case errors.Is(err, store.ErrResolved):
+		activity.GetLogger(ctx).Warn("tool call not run: its turn already answered it as never started", "tool", req.Call.Name, "call", req.Call.ID)
+		return false
+	case err != nil:
 		activity.GetLogger(ctx).Warn("tool call not run: its claim could not be recorded in the ledger", "tool", req.Call.Name, "call", req.Call.ID, "error", err)
 		return false
 	}
@@ -47,26 +53,36 @@ func (a *Activities) claim(ctx context.Context, key store.LedgerKey, req contrac
 }
 
 // settle records how the call ended, before the activity reports, so a turn that never receives
-// the report (a lost completion, a dead worker) still learns the real result.
-func (a *Activities) settle(ctx context.Context, key store.LedgerKey, req contract.ToolRequest, res contract.ToolResult, shown bool) {
+// the report (a lost completion, a dead worker) still learns the real result. It returns false
+// when the turn has already answered the call from the ledger: the result is kept there, but the
+// model was told otherwise, so it is not posted as the call's result.
+func (a *Activities) settle(ctx context.Context, key store.LedgerKey, req contract.ToolRequest, res contract.ToolResult, shown bool) bool {
 	if a.Store == nil {
-		return
+		return true
 	}
 	ctx2, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
-	if err := a.Store.Settle(ctx2, key, store.Outcome{Result: res, Shown: shown}); err != nil {
+	resolved, err := a.Store.Settle(ctx2, key, store.Outcome{Result: res, Shown: shown})
+	if err != nil {
 		activity.GetLogger(ctx).Warn("the outcome of a tool call could not be recorded in the ledger; if its completion is lost too, the call is reported as outcome unknown",
 			"tool", req.Call.Name, "call", req.Call.ID, "error", err)
 	}
+	if resolved {
+		activity.GetLogger(ctx).Warn("a tool call ended after its turn had answered it as outcome unknown; its result is kept in the ledger, not posted",
+			"tool", req.Call.Name, "call", req.Call.ID)
+	}
+	return !resolved
 }
 
 // ReadToolLedger answers for a tool call whose activity never reported: its recorded outcome, or
-// whether it was ever claimed. Reading is idempotent, so Temporal may retry it.
+// whether it was ever claimed. Without an outcome the call is resolved as it reads (store.Ledger's
+// Resolve), so an activity still alive cannot start the tool or post a result the model was not
+// given. Resolving again reads the same, so Temporal may retry it.
 func (a *Activities) ReadToolLedger(ctx context.Context, req contract.LedgerRequest) (contract.LedgerAnswer, error) {
 	if a.Store == nil {
 		return contract.LedgerAnswer{Verdict: contract.LedgerUnknown}, nil
 	}
-	e, err := a.Store.Lookup(ctx, ledgerKey(ctx, req.SessionID, req.Turn, req.CallID))
+	e, err := a.Store.Resolve(ctx, ledgerKey(ctx, req.SessionID, req.Turn, req.CallID))
 	if err != nil {
 		return contract.LedgerAnswer{}, fmt.Errorf("reading the ledger for tool call %s: %w", req.CallID, err)
 	}

@@ -92,3 +92,37 @@ func TestRunToolLedger(t *testing.T) {
 		})
 	}
 }
+
+// TestRunToolAfterResolve: a call the turn already answered from the ledger (its activity was
+// thought dead) never starts when its activity turns up late.
+func TestRunToolAfterResolve(t *testing.T) {
+	fs, err := store.OpenFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := false
+	acts := &activities.Activities{Events: events.NewPublisher(), Store: fs}
+	acts.Tools = activities.ToolRunnerFunc(func(context.Context, contract.ToolRequest) (contract.ToolResult, error) {
+		ran = true
+		return contract.ToolResult{Content: "ran"}, nil
+	})
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivityWithOptions(acts.RunTool, activity.RegisterOptions{Name: contract.RunToolActivity})
+	env.RegisterActivityWithOptions(acts.ReadToolLedger, activity.RegisterOptions{Name: contract.ToolLedgerActivity})
+	val, err := env.ExecuteActivity(contract.ToolLedgerActivity, contract.LedgerRequest{SessionID: "s", Turn: 1, CallID: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ans contract.LedgerAnswer
+	if err := val.Get(&ans); err != nil || ans.Verdict != contract.LedgerNotRun {
+		t.Fatalf("the ledger answered %+v (%v), want not run", ans, err)
+	}
+	call := contract.ToolCall{ID: "c1", Name: toolspec.RunCommand, Arguments: `{"command":"echo hi"}`}
+	if _, err := env.ExecuteActivity(contract.RunToolActivity, contract.ToolRequest{SessionID: "s", Turn: 1, Call: call}); err != nil {
+		t.Fatal(err)
+	}
+	if ran {
+		t.Fatal("the tool ran after its turn had told the model it did not start")
+	}
+}

@@ -55,12 +55,13 @@ func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (con
 	}
 	// Recorded as shown before it is posted: a worker that dies in between leaves the stream one
 	// result short, never two results for one call.
-	a.settle(ctx, key, req, res, true)
 	record.ToolCall(activity.GetMetricsHandler(ctx), req.Call.Name, outcome)
-	a.Events.Publish(ctx, req.Sinks, contract.Event{
-		Event: contract.EventToolResult, WorkflowID: req.SessionID, Turn: req.Turn,
-		Tool: req.Call.Name, CallID: req.Call.ID, Text: res.Content, IsError: res.IsError,
-	})
+	if a.settle(ctx, key, req, res, true) {
+		a.Events.Publish(ctx, req.Sinks, contract.Event{
+			Event: contract.EventToolResult, WorkflowID: req.SessionID, Turn: req.Turn,
+			Tool: req.Call.Name, CallID: req.Call.ID, Text: res.Content, IsError: res.IsError,
+		})
+	}
 	return res, nil
 }
 

@@ -23,7 +23,10 @@ var schema = []string{
 	// The ledger of side effects (see Ledger): id is LedgerKey's digest, the other columns name
 	// the call for a person reading the table.
 	`CREATE TABLE IF NOT EXISTS keel_ledger (id text PRIMARY KEY, session_id text NOT NULL, turn integer NOT NULL,
-		call_id text NOT NULL, claimed boolean NOT NULL DEFAULT true, outcome jsonb, at timestamptz NOT NULL DEFAULT now())`,
+		call_id text NOT NULL, claimed boolean NOT NULL DEFAULT true, outcome jsonb, resolved boolean NOT NULL DEFAULT false,
+		at timestamptz NOT NULL DEFAULT now())`,
+	// Tables made before calls could be resolved gain the column.
+	`ALTER TABLE keel_ledger ADD COLUMN IF NOT EXISTS resolved boolean NOT NULL DEFAULT false`,
 }
 
 // OpenPostgres connects and creates the table if needed.

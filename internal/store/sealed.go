@@ -102,10 +102,10 @@ func (x *sealed) GetBlob(ctx context.Context, id string) ([]byte, error) {
 
 // Settle seals the outcome's content (a command's output, a file the tool read) before st
 // records it.
-func (x *sealed) Settle(ctx context.Context, key LedgerKey, out Outcome) error {
+func (x *sealed) Settle(ctx context.Context, key LedgerKey, out Outcome) (bool, error) {
 	sb, err := x.s.Seal([]byte(out.Result.Content))
 	if err != nil {
-		return fmt.Errorf("sealing a tool outcome: %w", err)
+		return false, fmt.Errorf("sealing a tool outcome: %w", err)
 	}
 	out.Result.Content = sealedMarker + base64.StdEncoding.EncodeToString(sb)
 	return x.Store.Settle(ctx, key, out)
@@ -114,7 +114,16 @@ func (x *sealed) Settle(ctx context.Context, key LedgerKey, out Outcome) error {
 // Lookup opens what Settle sealed; outcomes recorded before a key was configured come back as
 // they are.
 func (x *sealed) Lookup(ctx context.Context, key LedgerKey) (Entry, error) {
-	e, err := x.Store.Lookup(ctx, key)
+	return x.open(x.Store.Lookup(ctx, key))
+}
+
+// Resolve opens the outcome the way Lookup does.
+func (x *sealed) Resolve(ctx context.Context, key LedgerKey) (Entry, error) {
+	return x.open(x.Store.Resolve(ctx, key))
+}
+
+// open opens an entry's sealed outcome.
+func (x *sealed) open(e Entry, err error) (Entry, error) {
 	if err != nil || e.Outcome == nil || !strings.HasPrefix(e.Outcome.Result.Content, sealedMarker) {
 		return e, err
 	}

@@ -46,7 +46,7 @@ func TestSealedKeepsNothingPlain(t *testing.T) {
 	if err := st.Claim(ctx, key); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Settle(ctx, key, Outcome{Result: contract.ToolResult{Content: "secret-ledger-output", Changed: true}}); err != nil {
+	if _, err := st.Settle(ctx, key, Outcome{Result: contract.ToolResult{Content: "secret-ledger-output", Changed: true}}); err != nil {
 		t.Fatal(err)
 	}
 	if e, err := st.Lookup(ctx, key); err != nil || e.Outcome == nil || e.Outcome.Result.Content != "secret-ledger-output" || !e.Outcome.Result.Changed {
