@@ -18,8 +18,8 @@ import (
 // (blocked calls, limits, escalations, approvals) from the sink: every turn's model call posts the
 // session's status first (contract.EventStatus). It queries only when the sink falls quiet outside
 // a running model call or tool (the session may wait for a person, or be between turns), after
-// quietPoll, then backing off to backstopPoll while nothing is heard, and at least every
-// backstopPoll as a backstop.
+// quietPoll, then backing off to backstopPoll while nothing is heard; while a model call or tool
+// runs, backstopPoll after the last event it posted.
 const (
 	quietPoll    = time.Second
 	backstopPoll = 20 * time.Second
