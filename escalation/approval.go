@@ -43,7 +43,7 @@ func approvalText(e contract.Escalation) string {
 	}
 	fmt.Fprintf(&b, "Choices: %s\n", strings.Join(Choices(e), ", "))
 	if d := approvalDeadline(e); !d.IsZero() {
-		fmt.Fprintf(&b, "Deadline: %s (no answer by then denies the call)\n", d.UTC().Format(time.RFC3339))
+		b.WriteString(deadlineLine(d, contract.ActionDeny, time.Now()))
 	}
 	fmt.Fprintf(&b, "Answer with: %s\n", ApproveCommand(e))
 	return b.String()

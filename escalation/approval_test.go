@@ -49,7 +49,7 @@ func TestApprovalRendering(t *testing.T) {
 			name: "short arguments",
 			e:    short,
 			want: []string{"write_file", `{"path":"calc.go","content":"package calc\n"}`, short.Approval.Digest,
-				"2026-12-01T10:10:00Z", "denies the call", command(short), "call_w1", "keel-0123456789abcdef0123"},
+				"2026-12-01T10:10:00Z", "deny", command(short), "call_w1", "keel-0123456789abcdef0123"},
 			notWant: []string{"starter answer", "retry", "Retry", "abort", "Abort", "bytes in all"},
 		},
 		{
@@ -83,7 +83,7 @@ func TestApprovalRenderingPerChannel(t *testing.T) {
 		want    []string
 	}{
 		{"text", []string{"Session keel-0123456789abcdef0123 waits for approval of a write_file call (approval)\n",
-			"Approval: apr-3", "Tool: write_file", "Choices: approve, deny", "Deadline: 2026-12-01T10:10:00Z (no answer by then denies the call)",
+			"Approval: apr-3", "Tool: write_file", "Choices: approve, deny", "Deadline passed (then: deny), at 2026-12-01T10:10:00Z",
 			"Answer with: " + ApproveCommand(e), "Web UI: " + e.Link}},
 		{"github", []string{"@octo the agent session working on this pull request waits for approval of a `write_file` call.",
 			"Approve with `starter approve keel-0123456789abcdef0123 call_w1 --digest " + e.Approval.Digest + "`, or add `--deny`",

@@ -18,7 +18,7 @@ func sampleEscalation(id string) contract.Escalation {
 		Attempts:   4,
 		LastError:  "connection reset by peer",
 		Calls:      []contract.ToolCall{{ID: "c1", Name: "write_file", Arguments: `{"path":"a.txt"}`}},
-		Spent:      12 * time.Second,
+		SpentMS:    12000,
 		Link:       "http://127.0.0.1:8233/namespaces/default/workflows/keel-0123456789abcdef0123",
 		Choices:    []string{contract.ActionRetry, contract.ActionEdit, contract.ActionAbort},
 		Deadline:   time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC),

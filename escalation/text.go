@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/textfmt"
 )
 
 // reasonText says in words why a session stopped; the reason code stays next to it so people can
@@ -99,7 +100,7 @@ func Text(e contract.Escalation) string {
 	}
 	fmt.Fprintf(&b, "Choices: %s\n", strings.Join(Choices(e), ", "))
 	if !e.Deadline.IsZero() {
-		fmt.Fprintf(&b, "Deadline: %s (the default action is taken then)\n", e.Deadline.UTC().Format(time.RFC3339))
+		b.WriteString(deadlineLine(e.Deadline, e.DefaultAction, time.Now()))
 	}
 	fmt.Fprintf(&b, "Answer with: %s\n", AnswerCommand(e))
 	return b.String()
@@ -114,8 +115,22 @@ func factsLine(e contract.Escalation) string {
 	if e.Attempts > 0 {
 		parts = append(parts, fmt.Sprintf("%d attempts", e.Attempts))
 	}
-	if e.Spent > 0 {
-		parts = append(parts, "spent "+e.Spent.Round(time.Second).String())
+	if e.SpentMS > 0 {
+		parts = append(parts, "spent "+textfmt.Duration(time.Duration(e.SpentMS)*time.Millisecond))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// deadlineLine says how long is left to answer and what happens then, with the moment itself:
+// "Deadline in 29m 58s (then: abort), at 2026-12-01T10:00:00Z". then is left out when unknown
+// (records of sessions started before it was recorded).
+func deadlineLine(deadline time.Time, then string, now time.Time) string {
+	when := "passed"
+	if left := deadline.Sub(now); left > 0 {
+		when = "in " + textfmt.Duration(left)
+	}
+	if then != "" {
+		when += " (then: " + then + ")"
+	}
+	return fmt.Sprintf("Deadline %s, at %s\n", when, deadline.UTC().Format(time.RFC3339))
 }

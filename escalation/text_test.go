@@ -33,7 +33,7 @@ func TestText(t *testing.T) {
 				"Last error: connection reset by peer",
 				"Web UI: " + full.Link,
 				"Choices: retry, edit, abort",
-				"Deadline: 2026-12-01T10:00:00Z",
+				"Deadline passed, at 2026-12-01T10:00:00Z",
 				"Answer with: starter answer keel-0123456789abcdef0123 esc-1 retry|edit|abort",
 			},
 		},
@@ -41,7 +41,7 @@ func TestText(t *testing.T) {
 			name:    "bare record offers every choice",
 			e:       bare,
 			want:    []string{"needs a person: something_new", "Choices: retry, edit, abort", "starter answer wf-2 esc-2 retry|edit|abort"},
-			notWant: []string{"Summary:", "Tried:", "Last error:", "Web UI:", "Deadline:"},
+			notWant: []string{"Summary:", "Tried:", "Last error:", "Web UI:", "Deadline"},
 		},
 		{
 			name: "restricted choices",

@@ -40,12 +40,12 @@ func (s *session) escalate(ctx workflow.Context, req *contract.EscalationRequest
 		return s.limitSummary(ctx, contract.LimitDuration), true
 	}
 	if !answered {
-		e.Answer = &contract.Answer{EscalationID: e.ID, Action: s.defaultAction(), By: "deadline", Via: "timer"}
+		e.Answer = &contract.Answer{EscalationID: e.ID, Action: s.defaultAction(), By: answeredByDeadline, Via: "timer"}
 	}
 	s.status = contract.StatusRunning
 	s.upsertSearch(ctx)
 	s.setDetails(ctx, fmt.Sprintf("escalation %s answered %s", e.ID, e.Answer.Action))
-	s.addEvent(ctx, contract.Event{Event: contract.EventAnswer, Escalation: e, Text: fmt.Sprintf("%s answered %s", answeredBy(e.Answer), e.Answer.Action)})
+	s.addEvent(ctx, contract.Event{Event: contract.EventAnswer, Escalation: e, Text: answerText(e.Answer)})
 	return s.apply(ctx, e)
 }
 
@@ -53,12 +53,12 @@ func (s *session) escalate(ctx workflow.Context, req *contract.EscalationRequest
 // edit also puts the person's text in front of the model.
 func (s *session) apply(ctx workflow.Context, e *contract.Escalation) (contract.Summary, bool) {
 	a := e.Answer
-	note := fmt.Sprintf("[keel] escalation %s (%s) answered %s by %s.", e.ID, e.Reason, a.Action, answeredBy(a))
+	note := fmt.Sprintf("[keel] escalation %s (%s): %s.", e.ID, e.Reason, answerText(a))
 	switch a.Action {
 	case contract.ActionAbort:
 		s.state.Pending = append(s.state.Pending, contract.Message{Role: contract.RoleUser, Note: "escalation", Content: note + " The session ended here."})
 		sum := s.summary(ctx, contract.StatusAborted, "")
-		sum.Reason = fmt.Sprintf("aborted by %s after escalation %s: %s", answeredBy(a), e.ID, e.Summary)
+		sum.Reason = fmt.Sprintf("aborted after escalation %s (%s): %s", e.ID, answerText(a), e.Summary)
 		return sum, true
 	case contract.ActionEdit:
 		s.state.Pending = append(s.state.Pending, contract.Message{Role: contract.RoleUser, Note: "escalation", Content: contract.PersonPrefix + a.Text})
@@ -86,19 +86,20 @@ func (s *session) openEscalation(ctx workflow.Context, req *contract.EscalationR
 		deadline = defaultEscalationDeadline
 	}
 	e := &contract.Escalation{
-		ID:         escalationID(info.WorkflowExecution.ID, info.WorkflowExecution.RunID, s.escalSeq),
-		WorkflowID: info.WorkflowExecution.ID,
-		Reason:     req.Reason,
-		Class:      req.Class,
-		Summary:    req.Summary,
-		Tried:      req.Tried,
-		Attempts:   req.Attempts,
-		LastError:  req.LastError,
-		Calls:      req.Calls,
-		Spent:      now.Sub(s.state.StartedAt),
-		Link:       uiLink(s.in.Escalation.UIBase, info.Namespace, info.WorkflowExecution.ID),
-		Choices:    choices,
-		Deadline:   now.Add(deadline),
+		ID:            escalationID(info.WorkflowExecution.ID, info.WorkflowExecution.RunID, s.escalSeq),
+		WorkflowID:    info.WorkflowExecution.ID,
+		Reason:        req.Reason,
+		Class:         req.Class,
+		Summary:       req.Summary,
+		Tried:         req.Tried,
+		Attempts:      req.Attempts,
+		LastError:     req.LastError,
+		Calls:         req.Calls,
+		SpentMS:       now.Sub(s.state.StartedAt).Milliseconds(),
+		Link:          uiLink(s.in.Escalation.UIBase, info.Namespace, info.WorkflowExecution.ID),
+		Choices:       choices,
+		Deadline:      now.Add(deadline),
+		DefaultAction: s.defaultAction(),
 	}
 	s.escalation = e
 	record.EscalationRaised(workflow.GetMetricsHandler(ctx), req.Reason)

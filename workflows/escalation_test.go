@@ -87,7 +87,7 @@ func TestBadArgumentsEscalate(t *testing.T) {
 			}
 
 			if c.answer.Action == contract.ActionAbort {
-				assert.Contains(t, sum.Reason, "aborted by dana via cli")
+				assert.Contains(t, sum.Reason, "dana answered abort with starter answer")
 				tr := w.transcript()
 				assert.Equal(t, "escalation", tr.Pending[len(tr.Pending)-1].Note)
 				return
@@ -138,7 +138,7 @@ func TestAnswerValidator(t *testing.T) {
 		"unknown id":        `escalation "esc-nope-9" is not the pending one`,
 		"edit without text": "edit needs text",
 		"bad action":        `action "shrug" is not one of`,
-		"second answer":     `was already answered "retry" by erin`,
+		"second answer":     `was already answered: erin answered retry`,
 	}
 	for name, want := range rejections {
 		out := outs[name]
@@ -168,7 +168,7 @@ func TestAnswerBySignal(t *testing.T) {
 	sum := w.run(input(contract.Limits{}))
 
 	assert.Equal(t, contract.StatusAborted, sum.Status)
-	assert.Contains(t, sum.Reason, "aborted by gina via signal")
+	assert.Contains(t, sum.Reason, "gina answered abort by signal")
 	st := w.status()
 	require.NotNil(t, st.Escalation)
 	require.NotNil(t, st.Escalation.Answer)
@@ -214,7 +214,7 @@ func TestEscalationDeadline(t *testing.T) {
 			require.NotNil(t, st.Escalation.Answer)
 			assert.Equal(t, "deadline", st.Escalation.Answer.By)
 			if c.status == contract.StatusAborted {
-				assert.Contains(t, sum.Reason, "aborted by deadline via timer")
+				assert.Contains(t, sum.Reason, "the deadline passed: abort")
 				assert.Equal(t, time.Hour, w.env.Now().Sub(start), "the session ended exactly at the deadline")
 			}
 		})

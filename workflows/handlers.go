@@ -145,7 +145,7 @@ func (s *session) validateAnswer(a contract.Answer) error {
 	case a.EscalationID != e.ID:
 		return fmt.Errorf("escalation %q is not the pending one (%s)", a.EscalationID, e.ID)
 	case e.Answer != nil:
-		return fmt.Errorf("escalation %s was already answered %q by %s", e.ID, e.Answer.Action, answeredBy(e.Answer))
+		return fmt.Errorf("escalation %s was already answered: %s", e.ID, answerText(e.Answer))
 	case !slices.Contains(e.Choices, a.Action):
 		return fmt.Errorf("action %q is not one of %v", a.Action, e.Choices)
 	case a.Action == contract.ActionEdit && a.Text == "":
@@ -163,13 +163,34 @@ func (s *session) answer(a contract.Answer) (contract.AnswerResult, error) {
 	return contract.AnswerResult{Accepted: true, Message: fmt.Sprintf("%s recorded for %s", a.Action, a.EscalationID)}, nil
 }
 
-func answeredBy(a *contract.Answer) string {
-	by := a.By
-	if by == "" {
-		by = "someone"
+// answeredByDeadline is the By of the answer the session gives itself when nobody answered.
+const answeredByDeadline = "deadline"
+
+// viaPhrase says in plain words where an answer came from, after the action.
+var viaPhrase = map[string]string{
+	"terminal": "in the terminal",
+	"cli":      "with starter answer",
+	"slack":    "in Slack",
+	"signal":   "by signal",
+	"github":   "on GitHub",
+	"webhook":  "through the webhook",
+}
+
+// answerText says who answered what, and where, as people say it: "ann answered edit in Slack",
+// "answered retry in the terminal" (the answerer is left out when it only names the channel
+// again), "the deadline passed: abort".
+func answerText(a *contract.Answer) string {
+	if a.By == answeredByDeadline {
+		return "the deadline passed: " + a.Action
 	}
-	if a.Via != "" {
-		by += " via " + a.Via
+	text := "answered " + a.Action
+	if a.By != "" && a.By != a.Via {
+		text = a.By + " " + text
 	}
-	return by
+	if where, ok := viaPhrase[a.Via]; ok {
+		text += " " + where
+	} else if a.Via != "" {
+		text += " via " + a.Via
+	}
+	return text
 }

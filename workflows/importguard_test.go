@@ -15,7 +15,7 @@ import (
 // keelModule is the module path; workflow code may import only these of its packages.
 const keelModule = "github.com/keelrun/keel"
 
-var allowedKeel = []string{keelModule + "/internal/contract", keelModule + "/internal/tools/toolspec", keelModule + "/internal/metrics/record", keelModule + "/internal/tools/breaker"}
+var allowedKeel = []string{keelModule + "/internal/contract", keelModule + "/internal/tools/toolspec", keelModule + "/internal/metrics/record", keelModule + "/internal/tools/breaker", keelModule + "/internal/textfmt"}
 
 // bannedImports are packages that reach the world (files, network, processes, the process's own
 // output) or are nondeterministic (random numbers). Anything under net/ is banned as well.

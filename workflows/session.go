@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/textfmt"
 	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
@@ -353,7 +354,7 @@ func (s *session) finish(ctx workflow.Context, sum contract.Summary) (contract.S
 	sum.Events = s.state.Events
 	s.status = sum.Status
 	s.upsertSearch(ctx)
-	s.setDetails(ctx, fmt.Sprintf("%s after %d turns", sum.Status, sum.Turns))
+	s.setDetails(ctx, fmt.Sprintf("%s after %s", sum.Status, textfmt.Count(int64(sum.Turns), "turn")))
 	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 	if sum.Status == contract.StatusCompleted {
 		return sum, nil

@@ -24,6 +24,8 @@ func TestSessionEndpointFlags(t *testing.T) {
 		{name: "all", args: []string{"--provider", "anthropic", "--base-url", "https://api.anthropic.com", "--model", "claude-x", "--api-key-ref", "claude"},
 			want: &contract.Endpoint{Provider: "anthropic", BaseURL: "https://api.anthropic.com", Model: "claude-x", Key: "claude"}},
 		{name: "model only", args: []string{"--model", "gpt-big"}, want: &contract.Endpoint{Model: "gpt-big"}},
+		{name: "provider without a model takes the provider's default", args: []string{"--provider", "anthropic"},
+			want: &contract.Endpoint{Provider: "anthropic", Model: contract.DefaultModel(contract.ProviderAnthropic)}},
 		{name: "not http", args: []string{"--base-url", "ftp://host/v1"}, err: "--base-url"},
 		{name: "credentials in the URL", args: []string{"--base-url", "https://u:p@host/v1"}, err: "carries credentials"},
 		{name: "a key instead of its name", args: []string{"--api-key-ref", "sk-live-0123456789abcdef"}, err: "looks like an API key itself"},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/textfmt"
 )
 
 // printer shows a session to the user, as text for people or as one JSON object per line.
@@ -123,10 +124,11 @@ func (t *textPrinter) info(s string) {
 func (t *textPrinter) summary(s contract.Summary) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.line(fmt.Sprintf("\n%s · %d turns · %d tool calls (%d blocked) · %d tokens · model calls %d, attempts %d",
-		s.Status, s.Turns, s.ToolCalls, s.BlockedCalls, s.Tokens, s.GatewayCalls, s.GatewayAttempts))
+	t.line(fmt.Sprintf("\n%s · %s · %s (%d blocked) · %s · model calls %d, attempts %d",
+		s.Status, textfmt.Count(int64(s.Turns), "turn"), textfmt.Count(int64(s.ToolCalls), "tool call"), s.BlockedCalls,
+		textfmt.Count(s.Tokens, "token"), s.GatewayCalls, s.GatewayAttempts))
 	if s.Compactions > 0 {
-		t.line(fmt.Sprintf("compacted %d times (%d of the tokens)", s.Compactions, s.CompactionTokens))
+		t.line(fmt.Sprintf("compacted %s (%s of the tokens)", textfmt.Count(int64(s.Compactions), "time"), textfmt.Count(s.CompactionTokens, "token")))
 	}
 	if s.ReconciledCalls > 0 {
 		t.line(fmt.Sprintf("%d tool calls never reported and were answered from the ledger (see starter attempts)", s.ReconciledCalls))

@@ -136,6 +136,10 @@ func sessionEndpoint(cmd *cobra.Command, cfg config.Config, keyRef string) (*con
 			return nil, usageErr("--model is empty: name the model the provider should run")
 		}
 		ep.Model = cfg.Gateway.Model
+	} else if ep.Provider != "" {
+		// Another provider without --model runs that provider's default, never the model the
+		// configuration names for its own provider.
+		ep.Model = contract.DefaultModel(ep.Provider)
 	}
 	if f.Changed("api-key-ref") {
 		if err := contract.CheckKeyName(keyRef); err != nil {

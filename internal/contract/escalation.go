@@ -47,11 +47,15 @@ type Escalation struct {
 	Attempts   int      `json:"attempts,omitempty"`
 	LastError  string   `json:"last_error,omitempty"`
 	// Calls are the tool calls involved, with their arguments.
-	Calls    []ToolCall    `json:"calls,omitempty"`
-	Spent    time.Duration `json:"spent,omitempty"`
-	Link     string        `json:"link,omitempty"`
-	Choices  []string      `json:"choices"`
-	Deadline time.Time     `json:"deadline"`
+	Calls []ToolCall `json:"calls,omitempty"`
+	// SpentMS is how long the session had run, in milliseconds (jsonl writes every duration as
+	// integer milliseconds in a field ending _ms).
+	SpentMS  int64     `json:"spent_ms,omitempty"`
+	Link     string    `json:"link,omitempty"`
+	Choices  []string  `json:"choices"`
+	Deadline time.Time `json:"deadline"`
+	// DefaultAction is the answer taken at the deadline when nobody answers.
+	DefaultAction string `json:"default_action,omitempty"`
 	// Answer is set once someone answered.
 	Answer *Answer `json:"answer,omitempty"`
 	// Approval is set when the notice asks a person to approve one tool call (reason approval):

@@ -241,7 +241,7 @@ func TestTerminalEdit(t *testing.T) {
 	r.master.Write([]byte{0x7f, 0x7f, 0x7f, 0x7f})
 	r.waitSeen(t, 10*time.Second, "read calc.go, fix Add and retry")
 	r.master.Write([]byte("\r"))
-	want := "answered edit: read calc.go, fix Add and retry"
+	want := "answered edit in the terminal: read calc.go, fix Add and retry"
 	r.waitSeen(t, 30*time.Second, want)
 	if code := r.exit(t, 60*time.Second); code != 0 {
 		t.Fatalf("exit %d, want 0 (completed after the edit):\n%s", code, r.text())

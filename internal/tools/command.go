@@ -246,7 +246,12 @@ func stateOutcome(state *os.ProcessState, waitErr error, leftovers bool) outcome
 	return o
 }
 
-// commandResult writes what happened for the model.
+// commandResult writes what happened for the model. Whether a command changed files cannot be
+// known in general (a read-only `go test` and a `make` look alike), so the result says so only
+// where it matters and is true: a command that failed, was stopped or ended by a signal "may have
+// changed files" (a half-done command can leave files half-written, to check before running it
+// again); one that succeeded says nothing of files, its output says what it did. Every command
+// result counts as a possible change for the ledger (Changed) either way.
 func commandResult(reason stopReason, o outcome, timeout time.Duration, limited bool, output string) contract.ToolResult {
 	body := "\n\nOutput:\n" + output
 	if strings.TrimSpace(output) == "" {
@@ -280,9 +285,9 @@ func commandResult(reason stopReason, o outcome, timeout time.Duration, limited 
 			"Read the output, fix the cause, and run it again.", o.signal, extra) + body, Changed: true}
 	}
 	if o.code == 0 && !o.failed {
-		return contract.ToolResult{Content: fmt.Sprintf("The command finished with exit status 0 (success); files it writes may have changed.%s", extra) + body, Changed: true}
+		return contract.ToolResult{Content: fmt.Sprintf("The command finished with exit status 0 (success).%s", extra) + body, Changed: true}
 	}
-	return contract.ToolResult{Content: fmt.Sprintf("The command finished with exit status %d, which means it failed; files it writes may have changed.%s "+
+	return contract.ToolResult{Content: fmt.Sprintf("The command finished with exit status %d, which means it failed; it may have changed files before it failed.%s "+
 		"Read the output, fix the cause, and run it again.", o.code, extra) + body, Changed: true}
 }
 

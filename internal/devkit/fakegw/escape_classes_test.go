@@ -59,7 +59,7 @@ func TestEscapeClassesWalkEveryStep(t *testing.T) {
 
 // TestOnlyStandardFiles reads listings of /proc/self/fd.
 func TestOnlyStandardFiles(t *testing.T) {
-	head := "The command finished with exit status 0 (success); files it writes may have changed.\n\nOutput:\ntotal 0\n"
+	head := "The command finished with exit status 0 (success).\n\nOutput:\ntotal 0\n"
 	std := "lr-x------ 1 root root 64 Dec  1 10:00 0 -> /dev/null\nl-wx------ 1 root root 64 Dec  1 10:00 1 -> pipe:[1]\n" +
 		"l-wx------ 1 root root 64 Dec  1 10:00 2 -> pipe:[1]\n"
 	tests := []struct {

@@ -1,0 +1,39 @@
+// Package textfmt writes the numbers of Keel's text output one way everywhere: durations as
+// "850ms", "4.2s", "42s", "5m 22s", "2h 05m", and counts with their noun in the right number
+// ("1 turn", "3 turns"). jsonl output carries durations as integer milliseconds in fields named
+// with an _ms suffix instead (README's jsonl table).
+package textfmt
+
+import (
+	"fmt"
+	"time"
+)
+
+// Duration writes d for people: milliseconds below a second, tenths below ten seconds, whole
+// seconds below a minute, then minutes and seconds, then hours and minutes.
+func Duration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	s := int(d / time.Second)
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.1fs", float64(d.Round(100*time.Millisecond))/float64(time.Second))
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm %02ds", s/60, s%60)
+	default:
+		return fmt.Sprintf("%dh %02dm", s/3600, s/60%60)
+	}
+}
+
+// Count writes n with noun, adding an s unless n is 1 ("1 turn", "0 turns", "2 tool calls").
+func Count(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
