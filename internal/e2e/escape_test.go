@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -201,15 +202,16 @@ func processesWith(ws string, args ...string) []string {
 // escapeMarkers are files a successful escape would create outside the work directory.
 var escapeMarkers = []string{"/etc/keel-escape", "/keel-escape"}
 
-// snapshotOutside records everything in base except the work directory, and the markers.
-func snapshotOutside(t *testing.T, base, ws string) map[string]string {
+// snapshotOutside records everything in base except the work directory and the other folders
+// skip names (where the worker itself writes), and the markers.
+func snapshotOutside(t *testing.T, base string, skip ...string) map[string]string {
 	t.Helper()
 	snap := map[string]string{}
 	err := filepath.Walk(base, func(p string, info os.FileInfo, err error) error {
 		if err != nil {
 			return err
 		}
-		if p == ws {
+		if slices.Contains(skip, p) {
 			return filepath.SkipDir
 		}
 		val := info.Mode().String()
