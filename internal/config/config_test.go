@@ -52,6 +52,11 @@ func TestLoad(t *testing.T) {
 				t.Fatalf("provider %q, want %q", c.Gateway.Provider, contract.ProviderOpenAIResponses)
 			}
 		}},
+		{name: "the anthropic provider without a model", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_GATEWAY_PROVIDER": "anthropic"}, check: func(t *testing.T, c Config) {
+			if want := contract.DefaultModel(contract.ProviderAnthropic); c.Gateway.Model != want || want == "" {
+				t.Fatalf("model %q, want the provider's default %q", c.Gateway.Model, want)
+			}
+		}},
 		{name: "fixed jitter", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_GATEWAY_RETRY_FIXED_JITTER": "0.5"}, check: func(t *testing.T, c Config) {
 			if c.Gateway.FixedJitter == nil || *c.Gateway.FixedJitter != 0.5 {
 				t.Fatalf("fixed jitter %v, want 0.5", c.Gateway.FixedJitter)

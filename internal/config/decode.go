@@ -173,6 +173,9 @@ func (d *decoder) finish(t *draft, prog Program) {
 			d.fail(MCPServers, fmt.Sprintf("server %q needs a name and exactly one of command or url", s.Name))
 		}
 	}
+	if c.Gateway.Model == "" {
+		c.Gateway.Model = contract.DefaultModel(c.Gateway.Provider)
+	}
 	if c.Store.Path == "" && c.Dev.StateDir != "" {
 		c.Store.Path = filepath.Join(c.Dev.StateDir, "store")
 	}

@@ -307,7 +307,8 @@ var settings = []Setting{
 	{Name: GatewayAPIKey, Default: "", ReadBy: Worker, Required: Worker, Unless: GatewayFake,
 		Doc:  "keep it in the environment. Sessions name it `default`; it is only ever sent to this worker's own `gateway.base_url`",
 		Hint: "better in KEEL_GATEWAY_API_KEY", into: func(d *draft) any { return &d.Gateway.APIKey }},
-	{Name: GatewayModel, Default: "gpt-4o-mini", ReadBy: Worker | Starter,
+	{Name: GatewayModel, Default: "", DefaultDoc: "the provider's: `" + contract.DefaultModel(contract.ProviderOpenAI) + "` (openai, openai-responses), `" +
+		contract.DefaultModel(contract.ProviderAnthropic) + "` (anthropic)", ReadBy: Worker | Starter,
 		Flag: "model", FlagIn: Starter, FlagUsage: "model alias",
 		Doc:  "model alias sent to the provider; on `starter run` the flag sets the session's endpoint too",
 		into: func(d *draft) any { return &d.Gateway.Model }},
