@@ -66,7 +66,8 @@ func waitSandboxed(ctx context.Context, run *running, sc *sandbox.Cmd, timeout t
 	defer timer.Stop()
 	reason := notStopped
 	select {
-	case <-run.exited:
+	case err := <-run.exited:
+		_ = err // the init's report, not its exit status, says how the command ended
 		return notStopped
 	case <-timer.C:
 		reason = stoppedTimeout
@@ -76,12 +77,14 @@ func waitSandboxed(ctx context.Context, run *running, sc *sandbox.Cmd, timeout t
 	sc.Stop()
 	bound := time.NewTimer(sc.Grace() + killWait)
 	defer bound.Stop()
+	var err error
 	select {
-	case <-run.exited:
+	case err = <-run.exited:
 	case <-bound.C:
 		_ = run.proc.Kill()
-		<-run.exited
+		err = <-run.exited
 	}
+	_ = err // as above: the report says how it ended
 	return reason
 }
 
