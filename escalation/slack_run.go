@@ -11,6 +11,8 @@ import (
 
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/client"
+
+	"github.com/keelrun/keel/internal/logs"
 )
 
 // Defaults of the Slack bot process.
@@ -33,7 +35,10 @@ type BotConfig struct {
 	TemporalAddress string
 	Namespace       string
 	CallTimeout     time.Duration
-	Logger          *slog.Logger
+	// Logger takes the bot's own lines; LogLevel (the key log, KEEL_LOG) is the level of its Temporal
+	// client's, which go through internal/logs like the worker's.
+	Logger   *slog.Logger
+	LogLevel string
 	// Dial connects to Temporal the way every Keel program does (TLS, API key, profile,
 	// encryption); nil dials TemporalAddress and Namespace in plain text.
 	Dial func(ctx context.Context) (client.Client, error)
@@ -58,7 +63,8 @@ func dialTemporal(ctx context.Context, cfg BotConfig) (client.Client, error) {
 	if cfg.Dial != nil {
 		return cfg.Dial(ctx)
 	}
-	c, err := client.DialContext(ctx, client.Options{HostPort: orDefault(cfg.TemporalAddress, DefaultTemporalAddress), Namespace: orDefault(cfg.Namespace, DefaultNamespace)})
+	c, err := client.DialContext(ctx, client.Options{HostPort: orDefault(cfg.TemporalAddress, DefaultTemporalAddress),
+		Namespace: orDefault(cfg.Namespace, DefaultNamespace), Logger: logs.SDK(cfg.LogLevel)})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to temporal at %s: %w", orDefault(cfg.TemporalAddress, DefaultTemporalAddress), err)
 	}

@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -19,6 +18,7 @@ import (
 	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/connect"
+	"github.com/keelrun/keel/internal/logs"
 )
 
 // exitConfig is the exit code of a configuration mistake.
@@ -66,7 +66,7 @@ func newCommand(stderr io.Writer) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+		cfg.Logger = logs.Operator(stderr, cfg.LogLevel)
 		cfg.Logger.Info("slack bot starting", "temporal", cfg.TemporalAddress, "namespace", cfg.Namespace,
 			"team", cfg.TeamID, "approvers", len(cfg.Approvers))
 		return escalation.RunSlackBot(cmd.Context(), cfg)
@@ -88,7 +88,15 @@ func loadConfig(cmd *cobra.Command) (escalation.BotConfig, error) {
 		Listen: s.Listen, SigningSecret: s.SigningSecret, BotToken: s.BotToken, TeamID: s.TeamID,
 		Approvers: s.Approvers, SlackAPIURL: s.APIURL,
 		TemporalAddress: c.Temporal.Address, Namespace: c.Temporal.Namespace,
-		Dial: func(ctx context.Context) (client.Client, error) { return connect.Dial(ctx, c, nil) },
+		LogLevel: c.LogLevel,
+		Dial:     func(ctx context.Context) (client.Client, error) { return connect.Dial(ctx, c, sdkLogs(c)) },
 	}
 	return cfg, nil
+}
+
+// sdkLogs gives the bot's Temporal client the worker's logger (internal/logs): the SDK's warnings
+// and errors, a server that cannot be reached among them, reach the bot's standard error in the
+// same structured lines as its own, at the level the key log sets.
+func sdkLogs(c config.Config) func(*client.Options) {
+	return func(o *client.Options) { o.Logger = logs.SDK(c.LogLevel) }
 }

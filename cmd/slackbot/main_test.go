@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -14,9 +15,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 
 	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/logs"
 )
 
 // The environment variables of the keys the bot reads, as the key table names them.
@@ -29,6 +32,7 @@ var (
 	envAPIURL    = config.EnvName(config.EscalationSlackAPIURL)
 	envTemporal  = config.EnvName(config.TemporalAddress)
 	envNamespace = config.EnvName(config.TemporalNamespace)
+	envLogLevel  = config.EnvName(config.Log)
 )
 
 // setEnv gives the test a clean configuration environment (no keel.yaml, no stray Temporal
@@ -36,7 +40,7 @@ var (
 func setEnv(t *testing.T, env map[string]string) {
 	t.Chdir(t.TempDir())
 	for _, k := range []string{"KEEL_CONFIG", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", envTemporal, envNamespace,
-		envSecret, envToken, envTeam, envApprovers, envListen, envAPIURL, "KEEL_ESCALATION_CHANNELS"} {
+		envSecret, envToken, envTeam, envApprovers, envListen, envAPIURL, "KEEL_ESCALATION_CHANNELS", envLogLevel} {
 		t.Setenv(k, "")
 		require.NoError(t, os.Unsetenv(k))
 	}
@@ -118,6 +122,10 @@ func TestLoadConfig(t *testing.T) {
 			assert.Equal(t, "xoxb-1", c.BotToken)
 			assert.Equal(t, "T1", c.TeamID)
 			assert.Empty(t, c.SlackAPIURL)
+			assert.Empty(t, c.LogLevel)
+		}},
+		{name: "KEEL_LOG sets the level", env: with(fullEnv(), envLogLevel, "error"), check: func(t *testing.T, c escalation.BotConfig) {
+			assert.Equal(t, "error", c.LogLevel)
 		}},
 		{name: "the worker's keys", env: with(with(fullEnv(), envAPIURL, "http://127.0.0.1:9/api/"), envListen, "0.0.0.0:3000"), check: func(t *testing.T, c escalation.BotConfig) {
 			assert.Equal(t, "http://127.0.0.1:9/api/", c.SlackAPIURL)
@@ -154,6 +162,39 @@ func TestLoadConfig(t *testing.T) {
 			c, err := loadConfig(cmd)
 			require.NoError(t, err)
 			tt.check(t, c)
+		})
+	}
+}
+
+// TestTemporalClientLogs: the bot's Temporal client logs through the bot's own logger, as the
+// worker's does: by default its warnings reach standard error as structured lines and its routine
+// info does not; log: error keeps only errors.
+func TestTemporalClientLogs(t *testing.T) {
+	tests := []struct {
+		level      string
+		want, lost []string
+	}{
+		{"", []string{`level=INFO msg="slack bot starting"`, `level=WARN msg="Failed to poll for task."`, "level=ERROR"}, []string{"Started Worker"}},
+		{"error", []string{"level=ERROR"}, []string{"slack bot starting", "Failed to poll", "Started Worker"}},
+	}
+	for _, tt := range tests {
+		t.Run("level="+tt.level, func(t *testing.T) {
+			prev := slog.Default()
+			defer slog.SetDefault(prev)
+			var stderr bytes.Buffer
+			logs.Operator(&stderr, tt.level).Info("slack bot starting")
+			var o client.Options
+			sdkLogs(config.Config{LogLevel: tt.level})(&o)
+			require.NotNil(t, o.Logger)
+			o.Logger.Info("Started Worker")
+			o.Logger.Warn("Failed to poll for task.")
+			o.Logger.Error("error line")
+			for _, w := range tt.want {
+				assert.Contains(t, stderr.String(), w)
+			}
+			for _, l := range tt.lost {
+				assert.NotContains(t, stderr.String(), l)
+			}
 		})
 	}
 }

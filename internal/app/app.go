@@ -24,6 +24,7 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/gateway"
+	"github.com/keelrun/keel/internal/logs"
 	"github.com/keelrun/keel/internal/metrics"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tools/mcp"
@@ -47,7 +48,7 @@ func DialWithMetrics(ctx context.Context, cfg config.Config, mh client.MetricsHa
 		return nil, err
 	}
 	return connect.Dial(ctx, cfg, func(o *client.Options) {
-		o.Logger = Logger(os.Getenv(LogEnv) != "")
+		o.Logger = logs.SDK(cfg.LogLevel)
 		o.MetricsHandler = mh
 		o.ExternalStorage = store.ExternalStorage(st)
 	})
@@ -281,7 +282,7 @@ func NewWorkerWith(c client.Client, queue string, opts worker.Options, hb Heartb
 // RunWorker is the worker process: connect, build the dependencies, serve metrics if configured,
 // and serve the task queue until ctx ends.
 func RunWorker(ctx context.Context, cfg config.Config, hooks ...ToolHook) error {
-	OperatorLogs(os.Stderr)
+	logs.Operator(os.Stderr, cfg.LogLevel)
 	if err := CheckSandbox(cfg); err != nil {
 		return err
 	}

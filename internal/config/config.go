@@ -35,6 +35,9 @@ type Config struct {
 	Metrics    Metrics
 	Events     Events
 	Codec      Codec
+	// LogLevel is the key log: debug, info, warn, error or off; empty for each program's
+	// default (internal/logs reads it).
+	LogLevel string
 	// MCP lists the MCP servers whose tools the sessions get.
 	MCP []MCPServer
 	// File is the configuration file that was read, as an absolute path; "" when none was.

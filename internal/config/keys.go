@@ -214,6 +214,7 @@ const (
 	MCPServers     = "mcp.servers"
 	MetricsAddress = "metrics.address"
 	EventsHost     = "events.host"
+	Log            = "log"
 )
 
 // breakerDefaults are the breaker's own defaults, reached through the contract's field so that
@@ -497,6 +498,12 @@ var settings = []Setting{
 	{Name: EventsHost, Default: "127.0.0.1", ReadBy: Starter,
 		Doc: "address the starter listens on for live events", Hint: "where the starter listens for live events from workers",
 		into: func(d *draft) any { return &d.Events.Host }},
+	{Name: Log, Default: "", ReadBy: Worker | Starter | SlackBot,
+		DefaultDoc: "empty: the worker and the Slack bot log Keel's lines from `info` and the Temporal SDK's from `warn`; the starter none of the SDK's",
+		Doc: "how much the programs log to standard error: `debug`, `info`, `warn`, `error` or `off` (any other value: `debug`), " +
+			"for Keel's lines and the Temporal SDK's alike; set, it makes the starter log the SDK's too ([operations](operations.md#logs))",
+		Hint: "debug, info, warn, error or off; empty: Keel's lines from info, the SDK's from warn",
+		into: func(d *draft) any { return &d.LogLevel }},
 }
 
 // groupHints are the example file's comments on a parent of several keys.

@@ -1,4 +1,8 @@
-package app
+// Package logs is how Keel's long-running programs (the worker and the Slack bot) log: structured
+// lines (key=value) on standard error, Keel's own from info and the Temporal SDK's warnings and
+// errors, at the configuration key log (KEEL_LOG) when it is set. It links only the standard library and the SDK's
+// log interface, so the Slack bot, which links nothing of the worker's, logs the same way.
+package logs
 
 import (
 	"context"
@@ -11,13 +15,8 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 )
 
-// LogEnv names the environment variable that sets how much Keel's programs log: debug, info,
-// warn, error or off. Unset, a worker logs Keel's own lines from info and the Temporal SDK's
-// from warn; the starter logs nothing of the SDK's, because its terminal belongs to the user.
-const LogEnv = "KEEL_LOG"
-
-// sdkDefaultLevel is the SDK's level when KEEL_LOG is unset: its info lines are routine
-// (a worker started, a poller stopped), its warnings are what an operator must see (the server
+// sdkDefaultLevel is the SDK's level when the key log is empty: its info lines are routine (a
+// worker started, a poller stopped), its warnings are what an operator must see (the server
 // cannot be reached, a task failed).
 const sdkDefaultLevel = slog.LevelWarn
 
@@ -32,13 +31,13 @@ var promoted = []string{
 	"Task processing failed with client side error",
 }
 
-// operatorLogs is set once a program whose standard error an operator reads (the worker) has
-// called OperatorLogs; until then the SDK logger stays quiet, as the starter needs.
-var operatorLogs atomic.Bool
+// operator is set once a program whose standard error an operator reads (the worker, the Slack
+// bot) has called Operator; until then the SDK logger stays quiet, as the starter needs.
+var operator atomic.Bool
 
-// parseLevel reads KEEL_LOG. Any other non-empty value (KEEL_LOG=1, as older docs said) means
-// debug, the most the programs can say.
-func parseLevel(v string) (slog.Level, bool) {
+// ParseLevel reads the value of the key log: debug, info, warn, error or off. Any other non-empty value
+// (KEEL_LOG=1, as older docs said) means debug, the most the programs can say; false when empty.
+func ParseLevel(v string) (slog.Level, bool) {
 	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "":
 		return 0, false
@@ -55,37 +54,39 @@ func parseLevel(v string) (slog.Level, bool) {
 	}
 }
 
-// OperatorLogs makes this process log structured lines (key=value) to w: Keel's own from info,
-// the SDK's warnings and errors, both at KEEL_LOG's level when it is set. The worker calls it
-// first, so an outage (polls failing, results that cannot be delivered) shows on its standard
-// error without any setting.
-func OperatorLogs(w io.Writer) {
+// Operator makes this process log structured lines to w, Keel's own from info (or level), and
+// returns that logger, which is also slog's default from now on. A program calls it first, so an
+// outage (polls failing, results that cannot be delivered) shows on its standard error without
+// any setting; SDK loggers made afterwards write through it.
+func Operator(w io.Writer, level string) *slog.Logger {
 	keel := slog.LevelInfo
-	if l, ok := parseLevel(os.Getenv(LogEnv)); ok {
+	if l, ok := ParseLevel(level); ok {
 		keel = l
 	}
-	slog.SetDefault(slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: keel})))
-	operatorLogs.Store(true)
+	l := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: keel}))
+	slog.SetDefault(l)
+	operator.Store(true)
+	return l
 }
 
-// Logger is the Temporal SDK's logger. In a program that called OperatorLogs it writes through
-// slog's default handler from warn (or KEEL_LOG's level); otherwise (the starter) it is quiet
-// unless verbose (KEEL_LOG is set), and then writes to standard error.
-func Logger(verbose bool) sdklog.Logger {
-	level, set := parseLevel(os.Getenv(LogEnv))
+// SDK is the Temporal SDK's logger at level (warn when empty). In a program that called Operator
+// it writes through slog's default handler; otherwise (the starter, whose terminal belongs to the
+// user) it is quiet unless level is set, and then writes to standard error.
+func SDK(level string) sdklog.Logger {
+	l, set := ParseLevel(level)
 	if !set {
-		level = sdkDefaultLevel
+		l = sdkDefaultLevel
 	}
 	var h slog.Handler
 	switch {
-	case operatorLogs.Load():
+	case operator.Load():
 		h = slog.Default().Handler()
-	case verbose:
+	case set:
 		h = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})
 	default:
 		h = slog.NewTextHandler(io.Discard, nil)
 	}
-	return sdklog.NewStructuredLogger(slog.New(&sdkHandler{Handler: h, level: level}))
+	return sdklog.NewStructuredLogger(slog.New(&sdkHandler{Handler: h, level: l}))
 }
 
 // sdkHandler filters the SDK's records at its own level and raises the promoted messages to

@@ -1,4 +1,4 @@
-package app
+package logs
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestSDKLogs: what the SDK's logger passes at each KEEL_LOG value. Unset, a worker shows the
+// TestSDKLogs: what the SDK's logger passes at each value of the key log. Empty, a worker shows the
 // SDK's warnings and a lost task result (which the SDK logs at info) as a warning, and nothing
 // routine.
 func TestSDKLogs(t *testing.T) {
@@ -33,13 +33,12 @@ func TestSDKLogs(t *testing.T) {
 		{"off", nil},
 	}
 	for _, tt := range tests {
-		t.Run("KEEL_LOG="+tt.env, func(t *testing.T) {
-			t.Setenv(LogEnv, tt.env)
+		t.Run("level="+tt.env, func(t *testing.T) {
 			var buf bytes.Buffer
 			prev := slog.Default()
-			OperatorLogs(&buf)
-			defer func() { operatorLogs.Store(false); slog.SetDefault(prev) }()
-			l := Logger(false)
+			Operator(&buf, tt.env)
+			defer func() { operator.Store(false); slog.SetDefault(prev) }()
+			l := SDK(tt.env)
 			for _, line := range lines {
 				switch line.level {
 				case slog.LevelDebug:
