@@ -316,9 +316,11 @@ const commandOOMScore = "1000"
 // raised to commandOOMScore, so the command inherits it from its first instruction and nothing it
 // forks can be born with less, then puts the init's own back. Raising needs no privilege, and
 // the kernel lets any process go back down to the lowest value it has held (oom_score_adj_min,
-// inherited from the worker), so putting back the value read first works unprivileged too. start
-// is not called when the value cannot be raised; an error after it ran means the init could not
-// put its own value back.
+// inherited from the worker), so putting back the value read first works unprivileged too. From
+// the command's exec until the value is back (the time of one write, a little more under load)
+// both are at commandOOMScore, where the kernel picks the larger process, as it would with both
+// at the worker's value. start is not called when the value cannot be raised; an error after it
+// ran means the init could not put its own value back.
 func firstToDie(start func()) error {
 	own, err := os.ReadFile(oomScoreFile)
 	if err != nil {
