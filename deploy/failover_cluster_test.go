@@ -65,7 +65,7 @@ func newTestCluster(t *testing.T, dir string, extra ...string) *testCluster {
 func clusterBaseEnv() []string {
 	keep := map[string]bool{
 		"KEEL_CLUSTER_PG_PORT": true, "KEEL_CLUSTER_PG_USER": true, "KEEL_CLUSTER_PG_PASSWORD": true,
-		"KEEL_CLUSTER_TIMEOUT": true,
+		"KEEL_CLUSTER_TIMEOUT": true, "KEEL_CACHE_DIR": true, "KEEL_TEMPORAL_SERVER": true,
 	}
 	var env []string
 	for _, kv := range os.Environ() {
@@ -78,7 +78,7 @@ func clusterBaseEnv() []string {
 	return env
 }
 
-// linkServerBinaries makes bin/temporal-server and its source stamp (and bin/temporal, when the shared folder has a
+// linkServerBinaries makes bin/temporal-server (and bin/temporal, when the shared folder has a
 // CLI) links to the shared build ($KEEL_CLUSTER_BIN, else the default cluster's bin folder), so the
 // test never rebuilds the server and never overwrites the shared folder's starter and worker.
 func (c *testCluster) linkServerBinaries(bin string) {
@@ -95,7 +95,7 @@ func (c *testCluster) linkServerBinaries(bin string) {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		c.t.Fatal(err)
 	}
-	for _, name := range []string{"temporal-server", "temporal-server.src", "temporal"} {
+	for _, name := range []string{"temporal-server", "temporal"} {
 		if _, err := os.Stat(filepath.Join(shared, name)); name == "temporal" && err != nil {
 			continue
 		}

@@ -14,21 +14,22 @@
 # Usage:
 #   deploy/run-cluster.sh            bring everything up (or check it is up); prints what runs where
 #   deploy/run-cluster.sh version    print the Temporal server version the cluster uses
-#   deploy/run-cluster.sh build      build the Temporal server (with its SQL tool) into $KEEL_CLUSTER_BIN
-#                                    only (nothing when they are there already); start nothing
+#   deploy/run-cluster.sh build      link the Temporal server (with its SQL tool) into $KEEL_CLUSTER_BIN,
+#                                    building it into Keel's cache only when it is not there; start nothing
 #   deploy/run-cluster.sh render-config  write the server's configuration only; print its path
 #   deploy/stop-cluster.sh [--reset] stop it (--reset also drops its databases)
 #
 # The script is idempotent: a second run reuses the built binaries, the databases and every process
 # that is still alive, and starts only what is missing (for example a worker that was killed).
-# The first run builds the Temporal server: about 8 minutes on an idle 2-core machine, more when
-# other builds compete for it.
+# The Temporal server is the build the dev server launcher caches (Keel's cache folder, keyed by the
+# content of deploy/temporal-server, see build_temporal): when neither the tests nor `starter dev`
+# built it yet, the first run builds it, about 8 minutes on an idle 2-core machine.
 #
 # Everything it writes is under $KEEL_CLUSTER_DIR (default the cluster folder of Keel's state folder,
 # ~/.local/state/keel/cluster, outside the repository, so that no session working there can read
 # cluster.env or replace a binary):
-#   bin/            temporal-server (server and schema tool), temporal (CLI, unless one is on PATH),
-#                   starter, worker
+#   bin/            temporal-server (server and schema tool: a link to the cached build), temporal
+#                   (CLI, unless one is on PATH), starter, worker
 #   config/         the server's configuration, from deploy/temporal.yaml.tmpl, and worker.yaml, the
 #                   workers' (empty) Keel configuration file: they take theirs from KEEL_* variables
 #   run/NAME.pid    pid of each process: temporal, gateway, worker-1, worker-2
@@ -159,21 +160,22 @@ ensure_database() {
 
 # --- Temporal -----------------------------------------------------------------------------------
 
-# build_temporal builds deploy/temporal-server into bin/, again only when its source changed (the
-# hash of its files is kept next to the binary). Its go.mod must pin the version docker-compose.yml
-# names.
+# build_temporal links bin/temporal-server to the build of deploy/temporal-server the dev server
+# launcher keeps in Keel's cache (devserver.FindServer, keyed by the module's content), building
+# it there only when the cache lacks that content: the tests, `starter dev` and the cluster share
+# one build. Its go.mod must pin the version docker-compose.yml names.
 build_temporal() {
-	local src=$DEPLOY_DIR/temporal-server stamp
+	local src=$DEPLOY_DIR/temporal-server cached
 	grep -qF "go.temporal.io/server v$TEMPORAL_VERSION" "$src/go.mod" ||
 		die "temporal: $src/go.mod does not require go.temporal.io/server v$TEMPORAL_VERSION (x-temporal-version in docker-compose.yml)"
-	stamp=$(cat "$src/go.mod" "$src/go.sum" "$src"/*.go | sha256sum | cut -c1-16)
-	if [[ -x "$BIN/temporal-server" && "$(cat "$BIN/temporal-server.src" 2>/dev/null)" == "$stamp" ]]; then
-		return
+	mkdir -p "$BIN"
+	cached=$(cd "$REPO" && go run ./internal/devkit/devserver/cmd/findserver) ||
+		die "temporal: finding or building the server v$TEMPORAL_VERSION failed (see above)"
+	if [[ "$(readlink "$BIN/temporal-server" 2>/dev/null)" != "$cached" ]]; then
+		log "temporal: the server v$TEMPORAL_VERSION is $cached"
+		ln -sfn "$cached" "$BIN/temporal-server"
 	fi
-	log "temporal: building the server v$TEMPORAL_VERSION into $BIN (about 8 minutes the first time)"
-	(cd "$src" && GOWORK=off GOFLAGS=-buildvcs=false go build -o "$BIN/temporal-server.new" .)
-	mv "$BIN/temporal-server.new" "$BIN/temporal-server"
-	echo "$stamp" >"$BIN/temporal-server.src"
+	rm -f "$BIN/temporal-server.src"
 }
 
 # setup_schemas creates Temporal's two databases and brings both schemas to the version the server
@@ -338,6 +340,8 @@ export_keel_env() {
 	export KEEL_GATEWAY_API_KEY=fake-gateway-key
 	export KEEL_STORE_BACKEND=postgres
 	export KEEL_STORE_DSN="$STORE_DSN"
+	# The cluster runs no Web UI: sessions and escalation notices link to none.
+	export KEEL_TEMPORAL_UI_URL=off
 }
 
 # worker_polling is true once the worker's process is among the task queue's pollers: the SDK's
@@ -355,8 +359,8 @@ write_env() {
 	export_keel_env
 	{
 		echo "# Source this file to point a Keel starter at the cluster run-cluster.sh started."
-		for v in KEEL_TEMPORAL_ADDRESS KEEL_TEMPORAL_NAMESPACE KEEL_GATEWAY_PROVIDER KEEL_GATEWAY_BASE_URL \
-			KEEL_GATEWAY_API_KEY KEEL_STORE_BACKEND KEEL_STORE_DSN; do
+		for v in KEEL_TEMPORAL_ADDRESS KEEL_TEMPORAL_NAMESPACE KEEL_TEMPORAL_UI_URL KEEL_GATEWAY_PROVIDER \
+			KEEL_GATEWAY_BASE_URL KEEL_GATEWAY_API_KEY KEEL_STORE_BACKEND KEEL_STORE_DSN; do
 			printf 'export %s=%q\n' "$v" "${!v}"
 		done
 	} >"$CLUSTER_DIR/cluster.env"

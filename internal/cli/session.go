@@ -75,7 +75,11 @@ func startSession(ctx context.Context, c client.Client, cfg config.Config, spec 
 		// A second starter of the same running job attaches to it: ask for its live events too.
 		_ = c.SignalWorkflow(ctx, run.GetID(), "", contract.SignalAttachSink, contract.AttachSink{URL: sink.URL()})
 	}
-	p.info(fmt.Sprintf("session %s started; Web UI: %s", run.GetID(), uiLink(cfg, run.GetID())))
+	if link := uiLink(cfg, run.GetID()); link != "" {
+		p.info(fmt.Sprintf("session %s started; Web UI: %s", run.GetID(), link))
+	} else {
+		p.info(fmt.Sprintf("session %s started", run.GetID()))
+	}
 	wctx, stopWarn := context.WithCancel(ctx)
 	defer stopWarn()
 	go warnNoWorker(wctx, c, cfg, p)
@@ -136,7 +140,11 @@ func endpointLabel(ep contract.Endpoint, model string) string {
 	return s
 }
 
+// uiLink is the session's page in the Web UI, or "" when temporal.ui_url says none runs.
 func uiLink(cfg config.Config, workflowID string) string {
+	if cfg.Temporal.UIURL == "" {
+		return ""
+	}
 	return fmt.Sprintf("%s/namespaces/%s/workflows/%s", cfg.Temporal.UIURL, cfg.Temporal.Namespace, workflowID)
 }
 

@@ -82,6 +82,11 @@ func TestLoad(t *testing.T) {
 				t.Fatalf("UI link %q", c.Temporal.UIURL)
 			}
 		}},
+		{name: "no Web UI: no links", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_TEMPORAL_UI_URL": "OFF"}, check: func(t *testing.T, c Config) {
+			if c.Temporal.UIURL != "" || c.Escalation.UIBase != "" {
+				t.Fatalf("UI link %q (escalations %q), want none", c.Temporal.UIURL, c.Escalation.UIBase)
+			}
+		}},
 		{name: "fixed jitter above one", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_GATEWAY_RETRY_FIXED_JITTER": "1.5"}, key: GatewayRetryFixedJitter},
 		{name: "fixed jitter not a number", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_GATEWAY_RETRY_FIXED_JITTER": "half"}, key: GatewayRetryFixedJitter},
 		{name: "unknown provider", env: map[string]string{"KEEL_GATEWAY_PROVIDER": "bogus", "KEEL_GATEWAY_FAKE": "1"}, key: GatewayProvider},

@@ -161,7 +161,10 @@ func (d *decoder) finish(t *draft, prog Program) {
 	c := &t.Config
 	c.Dev.StateDir = d.stateDir(c.Dev.StateDir)
 	c.Temporal.UIURL = strings.TrimRight(c.Temporal.UIURL, "/")
-	if c.Temporal.UIURL == "" {
+	switch {
+	case strings.EqualFold(c.Temporal.UIURL, NoUI):
+		c.Temporal.UIURL = ""
+	case c.Temporal.UIURL == "":
 		c.Temporal.UIURL = defaultUIURL(c.Temporal.Address, c.Dev.UIPort)
 	}
 	c.Escalation.UIBase = c.Temporal.UIURL

@@ -217,6 +217,10 @@ const (
 	Log            = "log"
 )
 
+// NoUI is the temporal.ui_url that says no Web UI runs (deploy/run-cluster.sh's cluster): the
+// starter and escalation notices then link to none rather than to a dev server's port.
+const NoUI = "off"
+
 // breakerDefaults are the breaker's own defaults, reached through the contract's field so that
 // this package imports nothing of Keel's but the contract.
 var breakerDefaults = contract.ToolPolicy{}.Breaker.WithDefaults()
@@ -234,8 +238,8 @@ var settings = []Setting{
 		Doc: "the queue workers poll", into: func(d *draft) any { return &d.Temporal.TaskQueue }},
 	{Name: TemporalUIURL, Default: "", ReadBy: Worker | Starter,
 		DefaultDoc: "empty: `http://` + the host of `temporal.address` + `:` + `dev.ui_port`",
-		Doc:        "Web UI base, for links in the starter and in escalation notices",
-		Hint:       "Web UI base for links; empty: http://<address host>:<dev.ui_port>",
+		Doc:        "Web UI base, for links in the starter and in escalation notices; `" + NoUI + "` where no Web UI runs: no links",
+		Hint:       "Web UI base for links; empty: http://<address host>:<dev.ui_port>; " + NoUI + ": no links",
 		into:       func(d *draft) any { return &d.Temporal.UIURL }},
 	{Name: TemporalTurnsPerRun, Kind: Count, Default: 0, ReadBy: Starter,
 		Doc:  "continue a session as new every N turns (0: when the server suggests it)",

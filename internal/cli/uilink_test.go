@@ -1,0 +1,26 @@
+package cli
+
+import (
+	"testing"
+
+	"github.com/keelrun/keel/internal/config"
+)
+
+// TestUILink: a session's link follows temporal.ui_url, and where no Web UI runs (ui_url off, as
+// the native cluster sets it) there is none, rather than one to a port nothing listens on.
+func TestUILink(t *testing.T) {
+	tests := []struct {
+		ui, want string
+	}{
+		{"http://127.0.0.1:8233", "http://127.0.0.1:8233/namespaces/default/workflows/wf-1"},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.ui, func(t *testing.T) {
+			cfg := config.Config{Temporal: config.Temporal{UIURL: tt.ui, Namespace: "default"}}
+			if got := uiLink(cfg, "wf-1"); got != tt.want {
+				t.Fatalf("uiLink = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
