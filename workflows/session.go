@@ -81,13 +81,14 @@ func newSession(ctx workflow.Context, in contract.SessionInput) *session {
 
 // listTools fixes the tools of the session once: the built-in ones and those the worker's MCP
 // servers serve. Sessions started before MCP support (version DefaultVersion) keep the built-in
-// tools, so their histories still replay.
+// tools, so their histories still replay: a released set, not this build's text, since their
+// history holds no list of its own.
 func (s *session) listTools(ctx workflow.Context) error {
 	if len(s.state.Tools) > 0 {
 		return nil
 	}
 	if workflow.GetVersion(ctx, versionListTools, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		s.state.Tools = toolspec.Builtin()
+		s.state.Tools = toolspec.PreListing()
 		return nil
 	}
 	actx := workflow.WithActivityOptions(ctx, listToolsOptions())

@@ -14,10 +14,10 @@ type TurnInput struct {
 	// (the task, tool results, feedback) that the next model call stores first.
 	Head    string    `json:"head,omitempty"`
 	Pending []Message `json:"pending,omitempty"`
-	// BuiltinTools, when set, is the digest of the built-in tools (toolspec.Builtin), which every
-	// worker has in its code, and Tools holds only the tools after them (those of MCP servers): the
-	// tool list travels by digest as the transcript travels by head. Empty means Tools is the whole
-	// list.
+	// BuiltinTools, when set, is the digest of a released set of built-in tools (toolspec's released
+	// sets, which every worker carries, older ones included), and Tools holds only the tools after
+	// them (those of MCP servers): the tool list travels by digest as the transcript travels by head.
+	// Empty means Tools is the whole list.
 	BuiltinTools string     `json:"builtin_tools,omitempty"`
 	Tools        []ToolSpec `json:"tools,omitempty"`
 	Model        string     `json:"model,omitempty"`

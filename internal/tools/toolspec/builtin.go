@@ -20,10 +20,19 @@ const (
 	RunCommand = "run_command"
 )
 
-// Builtin returns the built-in tools, in a fixed order, with their JSON Schemas. The schemas are
-// written out as text rather than generated so that the bytes sent to the model never change
-// between builds or replays.
+// Builtin returns this build's built-in tools, in a fixed order, with their JSON Schemas: the tools
+// a new session is offered. A session already running keeps the set it was started with, resolved
+// by digest from the released sets (released.go), so a change here reaches new sessions only.
 func Builtin() []contract.ToolSpec {
+	if override != nil {
+		return cloneSpecs(override)
+	}
+	return builtinSpecs()
+}
+
+// builtinSpecs writes the built-in tools out. The schemas are text rather than generated so that
+// the bytes sent to the model never change between builds or replays.
+func builtinSpecs() []contract.ToolSpec {
 	return []contract.ToolSpec{
 		{
 			Name:        ReadFile,
@@ -101,7 +110,7 @@ func Names(specs []contract.ToolSpec) []string {
 }
 
 // Digest names a tool list by the hash of its JSON. Half of SHA-256 is plenty: a digest is only
-// ever compared with the one list this build knows, and every byte is paid in every turn's history.
+// ever compared with the few sets of released.go, and every byte is paid in every turn's history.
 func Digest(specs []contract.ToolSpec) string {
 	b, err := json.Marshal(specs)
 	if err != nil {
@@ -111,28 +120,60 @@ func Digest(specs []contract.ToolSpec) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// builtinDigest is the digest of this build's built-in tools.
-var builtinDigest = Digest(Builtin())
+// thisBuild is the digest of builtinSpecs, taken once.
+var thisBuild = Digest(builtinSpecs())
 
-// Split sends a tool list by digest: when it starts with this build's built-in tools it returns
-// their digest and the tools after them; otherwise "" and the whole list.
+// override, when set, stands for this build's built-in tools, and overrideDigest is its digest
+// (OverrideBuiltin).
+var (
+	override       []contract.ToolSpec
+	overrideDigest string
+)
+
+// OverrideBuiltin makes specs this build's built-in tools until restore is called, as a release
+// that changed their text would. It exists for tests that prove such a release leaves running
+// sessions alone; it is not safe to call while workflows or activities run in other goroutines.
+func OverrideBuiltin(specs []contract.ToolSpec) (restore func()) {
+	prev, prevDigest := override, overrideDigest
+	override, overrideDigest = cloneSpecs(specs), Digest(specs)
+	return func() { override, overrideDigest = prev, prevDigest }
+}
+
+// builtinDigest is the digest of this build's built-in tools.
+func builtinDigest() string {
+	if override != nil {
+		return overrideDigest
+	}
+	return thisBuild
+}
+
+// Split sends a tool list by digest: when it starts with this build's built-in tools or a released
+// set, it returns that set's digest and the tools after it; otherwise "" and the whole list.
 func Split(specs []contract.ToolSpec) (builtin string, rest []contract.ToolSpec) {
-	n := len(Builtin())
-	if len(specs) >= n && Digest(specs[:n]) == builtinDigest {
-		return builtinDigest, specs[n:]
+	if n := len(Builtin()); len(specs) >= n && Digest(specs[:n]) == builtinDigest() {
+		return builtinDigest(), specs[n:]
+	}
+	for _, n := range releasedLens {
+		if len(specs) < n {
+			break
+		}
+		if d := Digest(specs[:n]); released[d] != nil {
+			return d, specs[n:]
+		}
 	}
 	return "", specs
 }
 
-// Join is the inverse of Split. A digest other than this build's built-in tools means the worker
-// runs other code than the one that started the turn, and it is an error.
+// Join is the inverse of Split. A digest that names neither this build's built-in tools nor a
+// released set means the turn was started by a build whose tools this one does not know: it is an
+// error, never a guess.
 func Join(builtin string, rest []contract.ToolSpec) ([]contract.ToolSpec, error) {
-	switch builtin {
-	case "":
+	if builtin == "" {
 		return rest, nil
-	case builtinDigest:
-		return append(Builtin(), slices.Clone(rest)...), nil
-	default:
-		return nil, fmt.Errorf("resolving the tool list: built-in tools %.12s are not this build's (%.12s)", builtin, builtinDigest)
 	}
+	specs, ok := resolve(builtin)
+	if !ok {
+		return nil, fmt.Errorf("resolving the tool list: built-in tools %.12s are neither this build's (%.12s) nor a released set", builtin, builtinDigest())
+	}
+	return append(specs, slices.Clone(rest)...), nil
 }
