@@ -5,9 +5,15 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/textfmt"
 )
+
+// statusWidth is the width the status line always fits in, the narrowest terminal it is made for:
+// what runs is shortened first, so the session's time, tokens and "esc to interrupt" stay whole.
+const statusWidth = 80
 
 // tailLines is how many lines of a running command's output the status region shows.
 const tailLines = 4
@@ -31,6 +37,8 @@ type progress struct {
 	tail   outputTail
 	// waiting replaces what while the session waits for a person.
 	waiting string
+	// retryAt is when a model call's next attempt starts, while the call waits to retry.
+	retryAt time.Time
 	frame   int
 }
 
@@ -44,7 +52,8 @@ func (p *progress) observe(e contract.Event, now time.Time) {
 	case contract.EventModelCall:
 		p.set(now, modelCall(e.Attempt), "")
 	case contract.EventRetry:
-		p.set(now, fmt.Sprintf("model call, attempt %d in %s", e.Attempt, (time.Duration(e.WaitMS)*time.Millisecond).Round(100*time.Millisecond)), "")
+		p.set(now, modelCall(e.Attempt), "")
+		p.retryAt = now.Add(time.Duration(e.WaitMS) * time.Millisecond)
 	case contract.EventDelta:
 		p.streamed += len(e.Text)
 		if !strings.HasPrefix(p.what, "model call") {
@@ -65,17 +74,25 @@ func (p *progress) observe(e contract.Event, now time.Time) {
 
 func (p *progress) set(now time.Time, what, callID string) {
 	p.what, p.since, p.callID = what, now, callID
-	p.tail = outputTail{}
+	p.tail, p.retryAt = outputTail{}, time.Time{}
 }
 
 // lines renders the region: the status line, then the tail of the running command's output.
 func (p *progress) lines(now time.Time) []string {
 	p.frame = (p.frame + 1) % len(spinner)
-	what := p.what + " " + seconds(now.Sub(p.since))
-	if p.waiting != "" {
-		what = p.waiting
+	what, how := p.what, " "+textfmt.Duration(now.Sub(p.since))
+	if left := p.retryAt.Sub(now); left > 0 {
+		// Waiting to retry: the time left, not the time waited.
+		how = " in " + textfmt.Duration(left)
 	}
-	status := fmt.Sprintf("%s %s · session %s · %s · esc to interrupt", spinner[p.frame], what, elapsed(now.Sub(p.start)), p.tokenText())
+	if p.waiting != "" {
+		what, how = p.waiting, ""
+	}
+	rest := how + fmt.Sprintf(" · session %s · %s · esc to interrupt", textfmt.Duration(now.Sub(p.start)), p.tokenText())
+	if room := statusWidth - 2 - utf8.RuneCountInString(rest); utf8.RuneCountInString(what) > room {
+		what = clipRunes(what, room)
+	}
+	status := spinner[p.frame] + " " + what + rest
 	out := []string{status}
 	for _, l := range p.tail.lines() {
 		out = append(out, "\x1b[2m  │ "+l)
@@ -121,20 +138,19 @@ func toolLabel(tool, args string) string {
 	return tool
 }
 
-// seconds is a running time as the status line shows it: "12 s".
-func seconds(d time.Duration) string { return fmt.Sprintf("%d s", int(d.Seconds())) }
+// seconds writes a duration in the follower's lines the one way text output does (textfmt).
+func seconds(d time.Duration) string { return textfmt.Duration(d) }
 
-// elapsed is the session's time: "45s", "3m 05s", "1h 02m".
-func elapsed(d time.Duration) string {
-	s := int(d.Seconds())
-	switch {
-	case s < 60:
-		return fmt.Sprintf("%ds", s)
-	case s < 3600:
-		return fmt.Sprintf("%dm %02ds", s/60, s%60)
-	default:
-		return fmt.Sprintf("%dh %02dm", s/3600, s/60%60)
+// clipRunes shortens s to at most n characters, ending it with "…" when it was cut.
+func clipRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
 	}
+	if n < 1 {
+		return ""
+	}
+	return string(r[:n-1]) + "…"
 }
 
 // outputTail keeps the last lines of a command's output, the unfinished last line included.

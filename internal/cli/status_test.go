@@ -68,12 +68,12 @@ func TestProgressLines(t *testing.T) {
 		at    time.Duration
 		want  string
 	}{
-		{contract.Event{Event: contract.EventModelCall, Attempt: 1}, 0, "model call 2 s · session 2s · 4612 tokens · esc to interrupt"},
-		{contract.Event{Event: contract.EventRetry, Attempt: 2, WaitMS: 600}, 5 * time.Second, "model call, attempt 2 in 600ms 2 s · session 7s"},
-		{contract.Event{Event: contract.EventModelCall, Attempt: 2}, 6 * time.Second, "model call, attempt 2 2 s · session 8s"},
-		{contract.Event{Event: contract.EventToolCall, Tool: "run_command", CallID: "c1", Arguments: `{"command":"go test ./..."}`}, 10 * time.Second, "run_command go test ./... 2 s · session 12s"},
-		{contract.Event{Event: contract.EventOutput, CallID: "other", Text: "not ours\n"}, 11 * time.Second, "run_command go test ./... 3 s"},
-		{contract.Event{Event: contract.EventToolResult, CallID: "c1"}, 70 * time.Second, "working 2 s · session 1m 12s"},
+		{contract.Event{Event: contract.EventModelCall, Attempt: 1}, 0, "model call 2.0s · session 2.0s · 4612 tokens · esc to interrupt"},
+		{contract.Event{Event: contract.EventRetry, Attempt: 2, WaitMS: 3000}, 5 * time.Second, "model call, attempt 2 in 1.0s · session 7.0s"},
+		{contract.Event{Event: contract.EventModelCall, Attempt: 2}, 8 * time.Second, "model call, attempt 2 2.0s · session 10s"},
+		{contract.Event{Event: contract.EventToolCall, Tool: "run_command", CallID: "c1", Arguments: `{"command":"go test ./..."}`}, 10 * time.Second, "run_command go test ./... 2.0s · session 12s"},
+		{contract.Event{Event: contract.EventOutput, CallID: "other", Text: "not ours\n"}, 11 * time.Second, "run_command go test ./... 3.0s"},
+		{contract.Event{Event: contract.EventToolResult, CallID: "c1"}, 70 * time.Second, "working 2.0s · session 1m 12s"},
 	}
 	for _, s := range steps {
 		p.observe(s.event, t0.Add(s.at))
@@ -90,8 +90,14 @@ func TestProgressLines(t *testing.T) {
 	if lines := p.lines(t0); len(lines) != 2 || !strings.Contains(lines[1], "cc -o x x.c") {
 		t.Errorf("the running command's output is not under the status line: %q", lines)
 	}
-	p.waiting = "waiting for an answer to escalation esc-1"
-	if l := p.lines(t0)[0]; !strings.Contains(l, "waiting for an answer to escalation esc-1 · session") {
+	p.observe(contract.Event{Event: contract.EventToolCall, Tool: "run_command", CallID: "c3", Arguments: `{"command":"go test -run TestEverythingThatIsLong ./internal/..."}`}, t0)
+	p.tokens = 1234567
+	if l := []rune(p.lines(t0.Add(75 * time.Minute))[0]); len(l) > statusWidth || !strings.HasSuffix(string(l), "· session 1h 15m · 1234567 tokens · esc to interrupt") {
+		t.Errorf("the status line of %d characters does not end whole within %d: %q", len(l), statusWidth, string(l))
+	}
+	p.tokens = 4612
+	p.waiting = "waiting for escalation esc-1"
+	if l := p.lines(t0)[0]; !strings.Contains(l, "waiting for escalation esc-1 · session") {
 		t.Errorf("waiting status %q", l)
 	}
 }

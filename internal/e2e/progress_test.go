@@ -22,12 +22,12 @@ func TestWatchMidTurnShowsTheCall(t *testing.T) {
 
 	s := startShell(t, environ)
 	s.typeLine(starter + " watch " + wid + `; echo "exit=$?"`)
-	status := regexp.MustCompile(`run_command sleep 15 \d+ s · session`)
+	status := regexp.MustCompile(`run_command sleep 15 ` + durationRE + ` · session`)
 	sc := s.waitScreen(20*time.Second, "the status line naming the running command", func(sc string) bool { return status.MatchString(sc) })
 	if !regexp.MustCompile(`→ run_command .*sleep 15`).MatchString(sc) {
 		t.Errorf("no line for the call in flight above the status line:\n%s", sc)
 	}
-	if regexp.MustCompile(`starting \d+ s · session`).MatchString(sc) {
+	if regexp.MustCompile(`starting ` + durationRE + ` · session`).MatchString(sc) {
 		t.Errorf("the watch said starting while the command ran:\n%s", sc)
 	}
 	if code := s.waitExit(60 * time.Second); code != "0" {
@@ -54,7 +54,7 @@ func TestWatchMidTurnShowsTheCall(t *testing.T) {
 func TestStreamingReplyShowsProgress(t *testing.T) {
 	s := startShell(t, env.StarterEnv(t))
 	s.typeLine(starter + ` demo --inject slow_stream; echo "exit=$?"`)
-	status := regexp.MustCompile(`[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] model (call|reply) \d+ s · session \d+s · ~[1-9]\d* tokens · esc to interrupt`)
+	status := regexp.MustCompile(`[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] model (call|reply) ` + durationRE + ` · session ` + durationRE + ` · ~[1-9]\d* tokens · esc to interrupt`)
 	s.waitScreen(90*time.Second, "the status line under the streaming reply", func(sc string) bool { return status.MatchString(sc) })
 	s.key("Escape")
 	if code := s.waitExit(30 * time.Second); code != "130" {

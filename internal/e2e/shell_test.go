@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"regexp"
 	"strings"
 	"syscall"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/cli"
+	"github.com/keelrun/keel/internal/textfmt"
 )
 
 // exitLine is what the shell prints after the starter: its exit status.
@@ -41,7 +41,7 @@ func (s *tmuxShell) sessionStarted(t *testing.T) string {
 // second SIGTERM leaves at once.
 func TestFirstSignalWaitsBounded(t *testing.T) {
 	bound := cli.CancelWait
-	waiting := fmt.Sprintf("waiting up to %d s", int(bound.Seconds()))
+	waiting := "waiting up to " + textfmt.Duration(bound)
 	cases := []struct {
 		name string
 		// send interrupts the starter once, or twice for a second signal.

@@ -264,7 +264,7 @@ func TestTerminalEdit(t *testing.T) {
 // output as it arrives, before its result.
 func TestTerminalStatusLine(t *testing.T) {
 	r := startTTY(t, env.StarterEnv(t), "demo", "--inject", "chatty_command")
-	status := regexp.MustCompile(`[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] run_command sh -c .* \d+ s · session \d+s · ~?\d+ tokens · esc to interrupt`)
+	status := regexp.MustCompile(`[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] run_command sh -c .* ` + durationRE + ` · session ` + durationRE + ` · ~?\d+ tokens · esc to interrupt`)
 	// The command runs for 6 s: wait for its second line and the status line together, which may
 	// draw in either order on a busy machine, or for the result, which must not come first.
 	var screen string
@@ -282,7 +282,7 @@ func TestTerminalStatusLine(t *testing.T) {
 		t.Fatalf("exit %d, want 0:\n%s", code, r.text())
 	}
 	r.waitSeen(t, 10*time.Second, "completed ·")
-	if !regexp.MustCompile(`session \d+s · ~?[1-9]\d* tokens`).MatchString(r.text()) {
+	if !regexp.MustCompile(`session ` + durationRE + ` · ~?[1-9]\d* tokens`).MatchString(r.text()) {
 		t.Errorf("the status line never counted tokens:\n%q", r.text())
 	}
 	if !r.canonical(t) {

@@ -8,6 +8,9 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 )
 
+// durationRE matches a duration as text output writes it (textfmt.Duration).
+const durationRE = `(\d+ms|\d\.\ds|\d+s|\d+m \d\ds|\d+h \d\dm)`
+
 // TestWordingAndNumbers: through the real starter and its worker, the escalation notice names the
 // time left and the default action, the answer the deadline gives reads naturally, counts take
 // their noun's number, jsonl carries the time spent in milliseconds (spent_ms), and a command
