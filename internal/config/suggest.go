@@ -1,5 +1,7 @@
 package config
 
+import "github.com/keelrun/keel/internal/textfmt"
+
 // suggestDistance is the largest edit distance at which an unknown key is taken for a typo of a
 // known one: one or two letters missing, extra or swapped (limits.max_turn for limits.max_turns).
 const suggestDistance = 2
@@ -13,7 +15,7 @@ func didYouMean(unknown string) string {
 		if section(k) != section(unknown) {
 			continue
 		}
-		if d := editDistance(unknown, k); d < bestDist {
+		if d := textfmt.EditDistance(unknown, k); d < bestDist {
 			best, bestDist = k, d
 		}
 	}
@@ -31,25 +33,4 @@ func section(key string) string {
 		}
 	}
 	return key
-}
-
-// editDistance is the Levenshtein distance between a and b, byte by byte (keys are ASCII).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/textfmt"
 )
 
 // policyOpening starts every policy refusal, so that IsPolicyViolation can recognise one after it
@@ -132,32 +133,11 @@ func UnknownToolFeedback(name string, known []string) string {
 func closest(name string, names []string) string {
 	best, bestD := "", len(name)/2+1
 	for _, n := range names {
-		if d := distance(strings.ToLower(name), strings.ToLower(n)); d < bestD {
+		if d := textfmt.EditDistance(strings.ToLower(name), strings.ToLower(n)); d < bestD {
 			best, bestD = n, d
 		}
 	}
 	return best
-}
-
-// distance is the Levenshtein distance between two strings, by bytes.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // because renders a reason as " (why)", trimmed of a trailing period; empty when there is none.
