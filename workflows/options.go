@@ -18,15 +18,13 @@ import (
 // Timeouts of the activities. The server pushes a cancellation to the worker running the activity
 // (worker commands), so heartbeats only prove the worker is alive: a running model call or tool
 // heartbeats every 15 s (activities.LivenessHeartbeat), and a worker that dies is noticed when
-// 45 s pass without one (or the session's HeartbeatTimeout), which leaves two beats to spare on a
-// busy machine. On a server without
-// worker commands the worker heartbeats every 200 ms instead, for the cancellation's sake; the
-// timeout stays the same. Changing a timeout changes no command, so running sessions replay.
+// contract.DefaultHeartbeatTimeout passes without one, or the session's HeartbeatTimeout,
+// which leaves two beats to spare on a busy machine. On a server without worker commands the
+// worker heartbeats every 200 ms instead, for the cancellation's sake; the timeout stays the same. Changing a timeout changes no command, so running sessions replay.
 const (
-	modelCallTimeout        = 10 * time.Minute
-	defaultHeartbeatTimeout = 45 * time.Second
-	defaultCommandTimeout   = 60 * time.Second
-	notifyTimeout           = 30 * time.Second
+	modelCallTimeout      = 10 * time.Minute
+	defaultCommandTimeout = 60 * time.Second
+	notifyTimeout         = 30 * time.Second
 )
 
 // modelRetryBackstop bounds the attempts of one model call. The activity decides every retry itself
@@ -36,7 +34,7 @@ const modelRetryBackstop = 8
 // heartbeatTimeout is the session's heartbeat timeout, or the default.
 func heartbeatTimeout(d time.Duration) time.Duration {
 	if d <= 0 {
-		return defaultHeartbeatTimeout
+		return contract.DefaultHeartbeatTimeout
 	}
 	return d
 }

@@ -97,16 +97,17 @@ func sessionInput(cfg config.Config, spec sessionSpec) contract.SessionInput {
 		return *spec.input
 	}
 	return contract.SessionInput{
-		Task:         spec.task,
-		SystemPrompt: systemPrompt,
-		Workdir:      spec.workdir,
-		Model:        cfg.Gateway.Model,
-		Endpoint:     spec.endpoint,
-		Limits:       cfg.Limits,
-		Policy:       cfg.Tools,
-		Retry:        cfg.Gateway.Retry,
-		Escalation:   cfg.Escalation.EscalationPolicy,
-		TurnsPerRun:  cfg.Temporal.TurnsPerRun,
+		Task:             spec.task,
+		SystemPrompt:     systemPrompt,
+		Workdir:          spec.workdir,
+		Model:            cfg.Gateway.Model,
+		Endpoint:         spec.endpoint,
+		Limits:           cfg.Limits,
+		Policy:           cfg.Tools,
+		Retry:            cfg.Gateway.Retry,
+		Escalation:       cfg.Escalation.EscalationPolicy,
+		TurnsPerRun:      cfg.Temporal.TurnsPerRun,
+		HeartbeatTimeout: cfg.Temporal.HeartbeatTimeout,
 	}
 }
 

@@ -57,6 +57,8 @@ type Temporal struct {
 	// cannot push cancellation to the worker (no worker commands): a cancel then arrives only in
 	// a heartbeat reply, so this bounds how long a cancelled command runs on.
 	FallbackHeartbeat time.Duration
+	// HeartbeatTimeout is the sessions' SessionInput.HeartbeatTimeout (0: the workflows' default).
+	HeartbeatTimeout time.Duration
 	// Profile names the temporal.toml profile read under these keys (TEMPORAL_PROFILE);
 	// APIKey, TLS and the address and namespace above override what the profile says.
 	Profile string

@@ -138,6 +138,7 @@ const (
 	TemporalUIURL             = "temporal.ui_url"
 	TemporalTurnsPerRun       = "temporal.turns_per_run"
 	TemporalFallbackHeartbeat = "temporal.fallback_heartbeat"
+	TemporalHeartbeatTimeout  = "temporal.heartbeat_timeout"
 	TemporalProfile           = "temporal.profile"
 	TemporalAPIKey            = "temporal.api_key"
 	TemporalConnectTimeout    = "temporal.connect_timeout"
@@ -250,6 +251,13 @@ var settings = []Setting{
 			"the worker says so at start); with worker commands they heartbeat every 15 s, for liveness only (docs/failure-handling.md)",
 		Hint: "heartbeat cadence when the server cannot push cancellation to the worker",
 		into: func(d *draft) any { return &d.Temporal.FallbackHeartbeat }},
+	{Name: TemporalHeartbeatTimeout, Kind: Duration, Default: "0", ReadBy: Starter,
+		DefaultDoc: "`0`: " + contract.DefaultHeartbeatTimeout.String(),
+		Doc: "how long a session's running model call or tool may go without a heartbeat before Temporal declares its worker dead: " +
+			"a dead worker's call is noticed within it, and a shorter one costs more heartbeats on calls longer than a third of it " +
+			"([operations](operations.md#failover-speed)); fixed for a session when it starts",
+		Hint: "a dead worker's calls are noticed within it; 0: " + contract.DefaultHeartbeatTimeout.String(),
+		into: func(d *draft) any { return &d.Temporal.HeartbeatTimeout }},
 	{Name: TemporalProfile, Default: "", Env: []string{"TEMPORAL_PROFILE"}, ReadBy: Worker | Starter | SlackBot,
 		DefaultDoc: "empty: the profile `default`",
 		Doc: "the profile of the Temporal client configuration file (`temporal.toml`, at `TEMPORAL_CONFIG_FILE` or the user's " +

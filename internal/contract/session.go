@@ -30,7 +30,7 @@ type SessionInput struct {
 	TurnsPerRun int `json:"turns_per_run,omitempty"`
 	// HeartbeatTimeout is how long a running model call or tool may go without a heartbeat before
 	// Temporal declares its worker dead (the outcome-unknown path for a tool, a retry for a model
-	// call); zero is the default, 45 s. Workers beat at least three times per timeout.
+	// call); zero is DefaultHeartbeatTimeout. Workers beat at least three times per timeout.
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
 	// Carry is the state of an earlier run (continue-as-new) or of a forked session.
 	Carry *SessionState `json:"carry,omitempty"`
@@ -177,3 +177,9 @@ type CancelRequest struct {
 type AttachSink struct {
 	URL string `json:"url"`
 }
+
+// DefaultHeartbeatTimeout is a session's heartbeat timeout when its input sets none: a worker
+// that died mid-call is noticed within it (between two thirds of it and all of it after the
+// kill). Running calls beat every 15 s, so it leaves two beats to spare on a busy machine;
+// shorter ones beat more often (docs/operations.md measures the trade).
+const DefaultHeartbeatTimeout = 45 * time.Second

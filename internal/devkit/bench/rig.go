@@ -38,6 +38,9 @@ type RigOptions struct {
 	Store func(store.Store) store.Store
 	// RPCs, when set, records the calls the rig's client and worker make to the server.
 	RPCs *RPCs
+	// HeartbeatTimeout is the sessions' SessionInput.HeartbeatTimeout; 0 keeps the workflows'
+	// default.
+	HeartbeatTimeout time.Duration
 }
 
 // TranscriptCache is how many transcripts the bench worker keeps in memory, the bound the worker
@@ -150,7 +153,8 @@ func (r *Rig) startOptions(id string) client.StartWorkflowOptions {
 // StartSession starts one AgentSession with the given task (unique per session: the scripted
 // model keys its stamps by it).
 func (r *Rig) StartSession(ctx context.Context, id, task string) (client.WorkflowRun, error) {
-	in := contract.SessionInput{Task: task, Workdir: r.Workdir, Limits: contract.Limits{MaxTurns: r.opts.ToolTurns + 5}}
+	in := contract.SessionInput{Task: task, Workdir: r.Workdir, Limits: contract.Limits{MaxTurns: r.opts.ToolTurns + 5},
+		HeartbeatTimeout: r.opts.HeartbeatTimeout}
 	run, err := r.Client.ExecuteWorkflow(ctx, r.startOptions(id), contract.SessionWorkflow, in)
 	if err != nil {
 		return nil, fmt.Errorf("starting session %s: %w", id, err)

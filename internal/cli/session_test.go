@@ -2,6 +2,7 @@ package cli
 
 import (
 	"testing"
+	"time"
 
 	"github.com/keelrun/keel/internal/config"
 )
@@ -22,5 +23,16 @@ func TestUILink(t *testing.T) {
 				t.Fatalf("uiLink = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestSessionInputHeartbeatTimeout: temporal.heartbeat_timeout reaches the session's input, where
+// the workflows read it; unset, the input leaves it to their default.
+func TestSessionInputHeartbeatTimeout(t *testing.T) {
+	for _, d := range []time.Duration{0, 15 * time.Second} {
+		cfg := config.Config{Temporal: config.Temporal{HeartbeatTimeout: d}}
+		if got := sessionInput(cfg, sessionSpec{task: "t"}).HeartbeatTimeout; got != d {
+			t.Errorf("heartbeat timeout %s in the input, want %s", got, d)
+		}
 	}
 }
