@@ -125,7 +125,7 @@ func TestPure(t *testing.T) {
 		// embed holds the released tool sets: data compiled into the binary, read once at init.
 		"embed": true,
 		// textfmt formats text and numbers; it does no I/O (workflows import it too).
-		"github.com/keelrun/keel/internal/textfmt": true,
+		"github.com/keelrun/keel/internal/textfmt":   true,
 		"github.com/google/jsonschema-go/jsonschema": true, "github.com/keelrun/keel/internal/contract": true,
 	}
 	files, err := filepath.Glob("*.go")
