@@ -162,12 +162,18 @@ func TestLimits(t *testing.T) {
 	}
 }
 
-// transcript queries a finished session; a worker on the test's queue answers the query.
+// transcript queries a finished session; a worker started on the session's own task queue answers
+// the query (the demo's worker polled a queue of its own process, which ended with it).
 func transcript(t *testing.T, wid string) contract.Transcript {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	desc, err := env.Client().DescribeWorkflowExecution(ctx, wid, "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := env.Config(t, nil)
+	cfg.Temporal.TaskQueue = desc.GetWorkflowExecutionInfo().GetTaskQueue()
 	stop, err := app.StartWorker(ctx, env.Client(), cfg, "http://127.0.0.1:1/v1")
 	if err != nil {
 		t.Fatal(err)
