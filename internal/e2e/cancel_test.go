@@ -168,12 +168,12 @@ func transcript(t *testing.T, wid string) contract.Transcript {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	desc, err := env.Client().DescribeWorkflowExecution(ctx, wid, "")
+	desc, err := env.Client().DescribeWorkflow(ctx, wid, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := env.Config(t, nil)
-	cfg.Temporal.TaskQueue = desc.GetWorkflowExecutionInfo().GetTaskQueue()
+	cfg.Temporal.TaskQueue = desc.TaskQueueName
 	stop, err := app.StartWorker(ctx, env.Client(), cfg, "http://127.0.0.1:1/v1")
 	if err != nil {
 		t.Fatal(err)
