@@ -39,27 +39,7 @@ func (s *FileStore) Append(ctx context.Context, parent string, msgs []contract.M
 		if _, err := os.Stat(p); err == nil {
 			return nil
 		}
-		b, err := json.Marshal(n)
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		tmp, err := os.CreateTemp(filepath.Dir(p), ".node-*")
-		if err != nil {
-			return err
-		}
-		if _, err := tmp.Write(b); err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-			return err
-		}
-		if err := tmp.Close(); err != nil {
-			os.Remove(tmp.Name())
-			return err
-		}
-		return os.Rename(tmp.Name(), p)
+		return writeAtomic(p, n)
 	})
 }
 

@@ -154,7 +154,7 @@ func (s *FileStore) Lookup(_ context.Context, k LedgerKey) (Entry, error) {
 }
 
 // writeAtomic writes v as JSON to p through a temporary file and a rename, so a reader (or a
-// worker that dies mid-write) never sees half an entry.
+// worker that dies mid-write) never sees half a transcript node or ledger entry.
 func writeAtomic(p string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -163,7 +163,7 @@ func writeAtomic(p string, v any) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".entry-*")
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".write-*")
 	if err != nil {
 		return err
 	}
