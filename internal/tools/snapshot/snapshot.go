@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // MaxFileSize is the largest file a snapshot keeps; bigger ones are listed as skipped, and a fork
@@ -166,13 +167,25 @@ func (s *Store) entry(path, rel string, d fs.DirEntry, prev map[string]Entry) (E
 	return e, true
 }
 
-// store copies a file's content into the blob store under its hash.
+// readFlags open a file of the work directory without following a final symbolic link and
+// without waiting: the walk saw a regular file, but the model may have swapped it since for a link
+// to a host file the worker can read, or for a named pipe whose open would block the worker.
+const readFlags = os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_NOCTTY
+
+// errNotRegular marks a path that was no longer a regular file when it was opened.
+var errNotRegular = errors.New("no longer a regular file")
+
+// store copies a file's content into the blob store under its hash, if it is still a regular file
+// once opened.
 func (s *Store) store(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, readFlags, 0)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		return "", errNotRegular
+	}
 	if err := os.MkdirAll(s.Root, 0o700); err != nil {
 		return "", err
 	}

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func write(t *testing.T, path, text string) {
@@ -125,5 +127,34 @@ func TestUnchangedFilesAreNotReread(t *testing.T) {
 	}
 	if _, err := os.Stat(s.blobPath(m2.Entries[0].Hash)); err == nil {
 		t.Fatal("an unchanged file was read and stored again")
+	}
+}
+
+// TestStoreRefusesWhatIsNoLongerAFile: a path the walk saw as a file but that the model swapped
+// for a link to a host file, or for a named pipe, is neither followed nor waited on.
+func TestStoreRefusesWhatIsNoLongerAFile(t *testing.T) {
+	wd, s := t.TempDir(), New(t.TempDir())
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("host only"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link, fifo := filepath.Join(wd, "link"), filepath.Join(wd, "fifo")
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{link, fifo} {
+		done := make(chan error, 1)
+		go func() { _, err := s.store(p); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("%s was stored", filepath.Base(p))
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("storing %s blocked", filepath.Base(p))
+		}
 	}
 }
