@@ -25,6 +25,8 @@ type SessionInput struct {
 	Sinks []string `json:"sinks,omitempty"`
 	// Escalation configures deadlines and the default action of escalations.
 	Escalation EscalationPolicy `json:"escalation"`
+	// GitHub is the pull request the session works on, if any (see GitHubContext).
+	GitHub *GitHubContext `json:"github,omitempty"`
 	// TurnsPerRun, when set, continues the session as new after that many turns in one run, on top
 	// of whenever the server suggests it; it keeps every run's history small and bounded.
 	TurnsPerRun int `json:"turns_per_run,omitempty"`
