@@ -21,6 +21,8 @@ var searchAttributes = []struct {
 	{contract.TurnsKey, enumspb.INDEXED_VALUE_TYPE_INT},
 	{contract.TokensKey, enumspb.INDEXED_VALUE_TYPE_INT},
 	{contract.PendingEscalationKey, enumspb.INDEXED_VALUE_TYPE_BOOL},
+	{contract.PullRequestKey, enumspb.INDEXED_VALUE_TYPE_KEYWORD},
+	{contract.GitHubJobKey, enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST},
 }
 
 // EnsureSearchAttributes registers Keel's search attributes on the server if they are missing, so
