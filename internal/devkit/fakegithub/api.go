@@ -1,6 +1,7 @@
 package fakegithub
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -389,8 +390,8 @@ func (s *Server) toPR(repo string, p PR) *github.PullRequest {
 		Number: github.Ptr(p.Number), Title: github.Ptr(p.Title), State: github.Ptr("open"), User: user(p.Author),
 		HTMLURL: github.Ptr(fmt.Sprintf("%s/%s/pull/%d", s.BaseURL(), repo, p.Number)),
 		URL:     github.Ptr(fmt.Sprintf("%s/repos/%s/pulls/%d", s.BaseURL(), repo, p.Number)),
-		Head:    &github.PullRequestBranch{SHA: github.Ptr(p.HeadSHA), Ref: github.Ptr(p.HeadRef)},
-		Base:    &github.PullRequestBranch{Ref: github.Ptr(p.BaseRef)},
+		Head:    &github.PullRequestBranch{SHA: github.Ptr(p.HeadSHA), Ref: github.Ptr(p.HeadRef), Repo: repository(cmp.Or(p.HeadRepo, repo))},
+		Base:    &github.PullRequestBranch{Ref: github.Ptr(p.BaseRef), Repo: repository(repo)},
 	}
 }
 

@@ -16,7 +16,10 @@ type PR struct {
 	HeadSHA string
 	// HeadRef and BaseRef are branch names; empty means "feature" and "main".
 	HeadRef, BaseRef string
-	Files            []File
+	// HeadRepo is "owner/name" of the repository the head branch lives in: a fork's, for a pull
+	// request from a fork; empty means the pull request's own repository.
+	HeadRepo string
+	Files    []File
 }
 
 // File is one changed file of a pull request.

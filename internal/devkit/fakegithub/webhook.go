@@ -54,7 +54,20 @@ func Send(ctx context.Context, client *http.Client, url, secret, event string, p
 			return Delivery{}, fmt.Errorf("encoding the %s payload: %w", event, err)
 		}
 	}
-	d := Delivery{Event: event, ID: guid(), Body: body}
+	return deliver(ctx, client, url, secret, Delivery{Event: event, ID: guid(), Body: body})
+}
+
+// Redeliver sends d again with its own delivery GUID and body, as GitHub's "Redeliver" button
+// and a retried delivery do, signed with secret (which may differ from the first time's, to
+// tamper with it). The answer is in the returned Delivery.
+func Redeliver(ctx context.Context, client *http.Client, url, secret string, d Delivery) (Delivery, error) {
+	d.Status, d.Response = 0, nil
+	return deliver(ctx, client, url, secret, d)
+}
+
+// deliver POSTs d's body to url with GitHub's headers and reads the answer into d.
+func deliver(ctx context.Context, client *http.Client, url, secret string, d Delivery) (Delivery, error) {
+	event, body := d.Event, d.Body
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return d, fmt.Errorf("building the %s delivery: %w", event, err)
