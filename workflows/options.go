@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
 // Timeouts of the activities. The server pushes a cancellation to the worker running the activity
@@ -57,7 +58,7 @@ func modelCallOptions(turn int, hb time.Duration) workflow.ActivityOptions {
 
 // toolOptions gives a tool activity exactly one attempt: a write may already have happened.
 func toolOptions(call contract.ToolCall, policy contract.ToolPolicy, hb time.Duration) workflow.ActivityOptions {
-	timeout := policy.CommandTimeout
+	timeout := policy.CommandTimeout.Std()
 	if timeout <= 0 {
 		timeout = defaultCommandTimeout
 	}
@@ -116,13 +117,14 @@ func notifyOptions(channel string) workflow.ActivityOptions {
 	}
 }
 
-// toolSummary is what a person reads in the Web UI for a tool activity: "write_file calc.go".
+// toolSummary is what a person reads in the Web UI for a tool activity: "write_file calc.go", the
+// tool's name and the first of its summary arguments (toolspec.SummaryArgs) that has a value.
 func toolSummary(call contract.ToolCall) string {
 	var args map[string]any
 	if json.Unmarshal([]byte(call.Arguments), &args) != nil {
 		return call.Name
 	}
-	for _, key := range []string{"path", "command", "pattern"} {
+	for _, key := range toolspec.SummaryArgs(call.Name) {
 		if v, ok := args[key].(string); ok && v != "" {
 			return clip(call.Name+" "+v, 120)
 		}

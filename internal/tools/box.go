@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"reflect"
 	"time"
 
 	"github.com/keelrun/keel/internal/contract"
@@ -67,36 +68,48 @@ func (b *Box) Run(ctx context.Context, call contract.ToolCall) contract.ToolResu
 		return refused("The work directory is not available, so nothing was run and nothing changed. " +
 			"Conclude and report that the work directory is missing.")
 	}
-	switch call.Name {
-	case toolspec.ReadFile:
-		var a struct{ Path string }
-		decodeArgs(call.Arguments, &a)
-		return readFile(root, a.Path)
-	case toolspec.WriteFile:
-		var a struct{ Path, Content string }
-		decodeArgs(call.Arguments, &a)
-		return writeFile(root, a.Path, a.Content)
-	case toolspec.EditFile:
-		var a struct{ Path, Old, New string }
-		decodeArgs(call.Arguments, &a)
-		return editFile(root, a.Path, a.Old, a.New)
-	case toolspec.ListDir:
-		var a struct{ Path string }
-		decodeArgs(call.Arguments, &a)
-		return listDir(root, a.Path, walkBounds)
-	case toolspec.Search:
-		var a struct{ Pattern, Path string }
-		decodeArgs(call.Arguments, &a)
-		return search(root, a.Pattern, a.Path, walkBounds)
-	case toolspec.RunCommand:
-		var a struct {
-			Command        string
-			TimeoutSeconds int `json:"timeout_seconds"`
-		}
-		decodeArgs(call.Arguments, &a)
-		return b.runCommand(ctx, root, a.Command, a.TimeoutSeconds)
+	if r, ok := runners[call.Name]; ok {
+		return r.run(b, ctx, root, call.Arguments)
 	}
 	return refused(toolspec.UnknownToolFeedback(call.Name, toolspec.Names(specs)))
+}
+
+// runner runs one built-in tool from its argument text: the I/O half of the tool's row in
+// toolspec, decoding into the row's own argument struct (TestEveryToolRuns).
+type runner struct {
+	args reflect.Type
+	run  func(b *Box, ctx context.Context, root, args string) contract.ToolResult
+}
+
+// runs makes a runner that decodes the arguments into A and calls f.
+func runs[A any](f func(b *Box, ctx context.Context, root string, a A) contract.ToolResult) runner {
+	return runner{args: reflect.TypeFor[A](), run: func(b *Box, ctx context.Context, root, args string) contract.ToolResult {
+		var a A
+		decodeArgs(args, &a)
+		return f(b, ctx, root, a)
+	}}
+}
+
+// runners are the built-in tools' runners by name.
+var runners = map[string]runner{
+	toolspec.ReadFile: runs(func(_ *Box, _ context.Context, root string, a toolspec.ReadFileArgs) contract.ToolResult {
+		return readFile(root, a.Path)
+	}),
+	toolspec.WriteFile: runs(func(_ *Box, _ context.Context, root string, a toolspec.WriteFileArgs) contract.ToolResult {
+		return writeFile(root, a.Path, a.Content)
+	}),
+	toolspec.EditFile: runs(func(_ *Box, _ context.Context, root string, a toolspec.EditFileArgs) contract.ToolResult {
+		return editFile(root, a.Path, a.Old, a.New)
+	}),
+	toolspec.ListDir: runs(func(_ *Box, _ context.Context, root string, a toolspec.ListDirArgs) contract.ToolResult {
+		return listDir(root, a.Path, walkBounds)
+	}),
+	toolspec.Search: runs(func(_ *Box, _ context.Context, root string, a toolspec.SearchArgs) contract.ToolResult {
+		return search(root, a.Pattern, a.Path, walkBounds)
+	}),
+	toolspec.RunCommand: runs(func(b *Box, ctx context.Context, root string, a toolspec.RunCommandArgs) contract.ToolResult {
+		return b.runCommand(ctx, root, a.Command, a.TimeoutSeconds)
+	}),
 }
 
 // root resolves the work directory to its resolved, absolute path once per call.

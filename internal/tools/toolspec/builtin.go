@@ -20,6 +20,144 @@ const (
 	RunCommand = "run_command"
 )
 
+// Tool is one built-in tool: the one place its name, description, arguments and advice are
+// written. The JSON Schema the model sees is generated from Args (schema.go), package tools decodes
+// the call's arguments into the same struct, and the feedback and Web UI summaries read the rest.
+type Tool struct {
+	Name        string
+	Description string
+	// Args is a zero value of the tool's argument struct. Its fields' json tags name the
+	// arguments (omitempty: optional), the jsonschema tag describes one, and the min and example
+	// tags add minLength (strings) or minimum (integers) and an example (see schemaFor).
+	Args any
+	// Writes says the tool may change the work directory; approval policy "writes" gates it, and a
+	// tool that does not write is safe to retry after an interrupted call.
+	Writes bool
+	// Summary names the arguments whose value names a call in the Web UI ("write_file calc.go"),
+	// tried in order; the first non-empty one wins.
+	Summary []string
+	// Interrupted tells the model what to look at before it tries again when a call's outcome is
+	// unknown (the worker stopped mid-call), given the call's argument text. It is only asked of
+	// tools that write; nil gives the generic advice.
+	Interrupted func(args string) string
+}
+
+// File is the argument of the tools that work on one file.
+type File struct {
+	Path string `json:"path" jsonschema:"file path relative to the work directory" example:"calc.go"`
+}
+
+// ReadFileArgs are read_file's arguments.
+type ReadFileArgs struct {
+	File
+}
+
+// WriteFileArgs are write_file's arguments.
+type WriteFileArgs struct {
+	File
+	Content string `json:"content" jsonschema:"the complete new content of the file"`
+}
+
+// EditFileArgs are edit_file's arguments.
+type EditFileArgs struct {
+	File
+	Old string `json:"old" jsonschema:"the exact text to replace; it must occur exactly once"`
+	New string `json:"new" jsonschema:"the text to put in its place"`
+}
+
+// ListDirArgs are list_dir's arguments.
+type ListDirArgs struct {
+	Path string `json:"path" jsonschema:"directory path relative to the work directory; \".\" is the work directory itself" example:"."`
+}
+
+// SearchArgs are search's arguments.
+type SearchArgs struct {
+	Pattern string `json:"pattern" min:"1" jsonschema:"the exact text to look for" example:"TODO"`
+	Path    string `json:"path,omitempty" jsonschema:"file or directory to search, relative to the work directory; the whole work directory when omitted"`
+}
+
+// RunCommandArgs are run_command's arguments.
+type RunCommandArgs struct {
+	Command        string `json:"command" min:"1" jsonschema:"the program and its arguments, such as \"go test ./...\"" example:"go test ./..."`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty" min:"1" jsonschema:"stop the command after this many seconds; the configured limit applies when it is smaller"`
+}
+
+// tools are the built-in tools, in the order the model is offered them. Changing a row's
+// description or arguments changes the tool set's digest: TestReleasedSets then asks for the new
+// set to be written next to the old ones, which running sessions keep.
+var tools = []Tool{
+	{
+		Name:        ReadFile,
+		Description: "Read a text file in the work directory and return its exact content. Paths are relative to the work directory.",
+		Args:        ReadFileArgs{},
+		Summary:     []string{"path"},
+	},
+	{
+		Name:        WriteFile,
+		Description: "Create or replace a file in the work directory with the given content. Missing parent directories are created. The write is all or nothing.",
+		Args:        WriteFileArgs{},
+		Writes:      true,
+		Summary:     []string{"path"},
+		Interrupted: fileInterrupted,
+	},
+	{
+		Name:        EditFile,
+		Description: "Replace one exact piece of text in a file. The text in old must appear exactly once in the file; copy it from read_file output, including spaces and indentation.",
+		Args:        EditFileArgs{},
+		Writes:      true,
+		Summary:     []string{"path"},
+		Interrupted: fileInterrupted,
+	},
+	{
+		Name:        ListDir,
+		Description: "List the entries of a directory in the work directory, sorted by name; directories end with a slash.",
+		Args:        ListDirArgs{},
+		Summary:     []string{"path"},
+	},
+	{
+		Name:        Search,
+		Description: "Search text files for a plain substring (not a regular expression) and return matching lines as path:line: text, with a capped number of results.",
+		Args:        SearchArgs{},
+		Summary:     []string{"path", "pattern"},
+	},
+	{
+		Name: RunCommand,
+		Description: "Run one program in the work directory without a shell and return its exit status and combined output. " +
+			"Words are split on spaces; quote a word with single or double quotes. Pipes and redirections are not interpreted. " +
+			"Only allowed programs may run, and a command that runs too long is stopped.",
+		Args:    RunCommandArgs{},
+		Writes:  true,
+		Summary: []string{"command"},
+		Interrupted: func(string) string {
+			return "The command may have run in part and changed files; list the directory or read the files it works on before running it again."
+		},
+	},
+}
+
+// Tools returns the rows of the built-in tools, in their order.
+func Tools() []Tool { return slices.Clone(tools) }
+
+// toolNamed finds a built-in tool's row.
+func toolNamed(name string) (Tool, bool) {
+	i := slices.IndexFunc(tools, func(t Tool) bool { return t.Name == name })
+	if i < 0 {
+		return Tool{}, false
+	}
+	return tools[i], true
+}
+
+// otherSummary are the arguments that name a call to a tool that is not built in (an MCP
+// server's), whose arguments Keel does not know.
+var otherSummary = []string{"path", "command", "pattern"}
+
+// SummaryArgs names the arguments whose value names a call to tool in the Web UI, in order.
+func SummaryArgs(tool string) []string {
+	if t, ok := toolNamed(tool); ok {
+		return slices.Clone(t.Summary)
+	}
+	return slices.Clone(otherSummary)
+}
+
 // Builtin returns this build's built-in tools, in a fixed order, with their JSON Schemas: the tools
 // a new session is offered. A session already running keeps the set it was started with, resolved
 // by digest from the released sets (released.go), so a change here reaches new sessions only.
@@ -30,63 +168,20 @@ func Builtin() []contract.ToolSpec {
 	return builtinSpecs()
 }
 
-// builtinSpecs writes the built-in tools out. The schemas are text rather than generated so that
-// the bytes sent to the model never change between builds or replays.
-func builtinSpecs() []contract.ToolSpec {
-	return []contract.ToolSpec{
-		{
-			Name:        ReadFile,
-			Description: "Read a text file in the work directory and return its exact content. Paths are relative to the work directory.",
-			Parameters: []byte(`{"type":"object","properties":{` +
-				`"path":{"type":"string","description":"file path relative to the work directory","examples":["calc.go"]}` +
-				`},"required":["path"],"additionalProperties":false}`),
-		},
-		{
-			Name:        WriteFile,
-			Description: "Create or replace a file in the work directory with the given content. Missing parent directories are created. The write is all or nothing.",
-			Parameters: []byte(`{"type":"object","properties":{` +
-				`"path":{"type":"string","description":"file path relative to the work directory","examples":["calc.go"]},` +
-				`"content":{"type":"string","description":"the complete new content of the file"}` +
-				`},"required":["path","content"],"additionalProperties":false}`),
-			Writes: true,
-		},
-		{
-			Name:        EditFile,
-			Description: "Replace one exact piece of text in a file. The text in old must appear exactly once in the file; copy it from read_file output, including spaces and indentation.",
-			Parameters: []byte(`{"type":"object","properties":{` +
-				`"path":{"type":"string","description":"file path relative to the work directory","examples":["calc.go"]},` +
-				`"old":{"type":"string","description":"the exact text to replace; it must occur exactly once"},` +
-				`"new":{"type":"string","description":"the text to put in its place"}` +
-				`},"required":["path","old","new"],"additionalProperties":false}`),
-			Writes: true,
-		},
-		{
-			Name:        ListDir,
-			Description: "List the entries of a directory in the work directory, sorted by name; directories end with a slash.",
-			Parameters: []byte(`{"type":"object","properties":{` +
-				`"path":{"type":"string","description":"directory path relative to the work directory; \".\" is the work directory itself","examples":["."]}` +
-				`},"required":["path"],"additionalProperties":false}`),
-		},
-		{
-			Name:        Search,
-			Description: "Search text files for a plain substring (not a regular expression) and return matching lines as path:line: text, with a capped number of results.",
-			Parameters: []byte(`{"type":"object","properties":{` +
-				`"pattern":{"type":"string","minLength":1,"description":"the exact text to look for","examples":["TODO"]},` +
-				`"path":{"type":"string","description":"file or directory to search, relative to the work directory; the whole work directory when omitted"}` +
-				`},"required":["pattern"],"additionalProperties":false}`),
-		},
-		{
-			Name: RunCommand,
-			Description: "Run one program in the work directory without a shell and return its exit status and combined output. " +
-				"Words are split on spaces; quote a word with single or double quotes. Pipes and redirections are not interpreted. " +
-				"Only allowed programs may run, and a command that runs too long is stopped.",
-			Parameters: []byte(`{"type":"object","properties":{` +
-				`"command":{"type":"string","minLength":1,"description":"the program and its arguments, such as \"go test ./...\"","examples":["go test ./..."]},` +
-				`"timeout_seconds":{"type":"integer","minimum":1,"description":"stop the command after this many seconds; the configured limit applies when it is smaller"}` +
-				`},"required":["command"],"additionalProperties":false}`),
-			Writes: true,
-		},
+// specs are the rows written out as the model sees them, generated once.
+var specs = specsOf(tools)
+
+// builtinSpecs returns a copy of specs. The schemas are generated in a fixed key order
+// (schemaFor), so the bytes sent to the model never change between builds or replays.
+func builtinSpecs() []contract.ToolSpec { return cloneSpecs(specs) }
+
+// specsOf writes tool rows out as tool specs.
+func specsOf(rows []Tool) []contract.ToolSpec {
+	out := make([]contract.ToolSpec, 0, len(rows))
+	for _, t := range rows {
+		out = append(out, contract.ToolSpec{Name: t.Name, Description: t.Description, Parameters: schemaFor(t.Args), Writes: t.Writes})
 	}
+	return out
 }
 
 // Lookup finds a tool by name. The list is searched in order, so the first of two tools with the

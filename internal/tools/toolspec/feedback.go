@@ -79,22 +79,26 @@ func IsPolicyViolation(res contract.ToolResult) bool {
 }
 
 // OutcomeUnknownFeedback answers a call whose worker stopped mid-call: the tool may or may not
-// have done its work, so the model is told what to look at before it tries again.
+// have done its work, so the model is told what to look at before it tries again (the tool row's
+// Interrupted advice).
 func OutcomeUnknownFeedback(tool string, args string) string {
 	head := fmt.Sprintf("The call to %s was interrupted, so its outcome is unknown. ", tool)
-	p := pathArg(args)
-	switch tool {
-	case ReadFile, ListDir, Search:
+	t, builtin := toolNamed(tool)
+	switch {
+	case builtin && !t.Writes:
 		return head + "It only reads, so nothing changed; retry as is."
-	case WriteFile, EditFile:
-		if p != "" {
-			return head + fmt.Sprintf("The file %q may or may not have changed; read it with read_file before trying again.", p)
-		}
-		return head + "The file may or may not have changed; read it with read_file before trying again."
-	case RunCommand:
-		return head + "The command may have run in part and changed files; list the directory or read the files it works on before running it again."
+	case builtin && t.Interrupted != nil:
+		return head + t.Interrupted(args)
 	}
 	return head + "It may or may not have changed something; check the state it works on before calling it again."
+}
+
+// fileInterrupted is the advice after an interrupted call that writes one file.
+func fileInterrupted(args string) string {
+	if p := pathArg(args); p != "" {
+		return fmt.Sprintf("The file %q may or may not have changed; read it with read_file before trying again.", p)
+	}
+	return "The file may or may not have changed; read it with read_file before trying again."
 }
 
 // pathArg pulls a workdir-relative "path" out of argument text, or "" when there is none worth
