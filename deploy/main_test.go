@@ -7,10 +7,14 @@ import (
 	"github.com/keelrun/keel/internal/devkit/testenv"
 )
 
-// TestMain installs the OCI runtime the seccomp profile's test runs containers with (Debian's
-// runc: the runtime Docker itself hands containers to) before any test's clock starts.
+// TestMain installs, before any test's clock starts, the OCI runtime the seccomp profile's test
+// runs containers with (Debian's runc: the runtime Docker itself hands containers to) and the
+// AppArmor parser that compiles the AppArmor profiles.
 func TestMain(m *testing.M) {
 	testenv.Main(m, "deploy", testenv.SomeTests, func(ctx context.Context) (func(), error) {
-		return nil, testenv.EnsureCommand(ctx, "runc", "runc")
+		if err := testenv.EnsureCommand(ctx, "runc", "runc"); err != nil {
+			return nil, err
+		}
+		return nil, testenv.EnsureCommand(ctx, "apparmor_parser", "apparmor")
 	})
 }

@@ -240,16 +240,22 @@ func TestSeccompProfileRunsTheSandbox(t *testing.T) {
 	type test struct {
 		name    string
 		profile dockerProfile
-		network string
-		masked  bool
+		run     container
 		want    outcome
 		problem string // part of the error or the init's problem, for a run that fails
 	}
+	docker := container{caps: dockerCaps, network: sandbox.NetworkNone}
+	hostNetwork, masked := docker, docker
+	hostNetwork.network = sandbox.NetworkHost
+	masked.masked = true
+	// The Kubernetes example's container: no capabilities at all, no_new_privs.
+	kubernetes := container{network: sandbox.NetworkNone, noNewPrivileges: true}
 	tests := []test{
-		{"shipped profile, no network", profile, sandbox.NetworkNone, false, works, ""},
-		{"shipped profile, host network", profile, sandbox.NetworkHost, false, works, ""},
-		{"Docker's default profile", profile.stock(), sandbox.NetworkNone, false, fails, "the kernel refused to create user namespaces"},
-		{"shipped profile, masked /proc paths", profile, sandbox.NetworkNone, true, fails, "mounting /proc"},
+		{"shipped profile, no network", profile, docker, works, ""},
+		{"shipped profile, host network", profile, hostNetwork, works, ""},
+		{"shipped profile, no capabilities, no_new_privs", profile, kubernetes, works, ""},
+		{"Docker's default profile", profile.stock(), docker, fails, "the kernel refused to create user namespaces"},
+		{"shipped profile, masked /proc paths", profile, masked, fails, "mounting /proc"},
 	}
 	keel := 0
 	for i, s := range profile.Syscalls {
@@ -259,21 +265,21 @@ func TestSeccompProfileRunsTheSandbox(t *testing.T) {
 		keel++
 		without := profile
 		without.Syscalls = slices.Delete(slices.Clone(profile.Syscalls), i, i+1)
-		tt := test{name: fmt.Sprintf("without entry %d, %s", i, s.Names[0]), profile: without, network: sandbox.NetworkNone, want: fails}
+		tt := test{name: fmt.Sprintf("without entry %d, %s", i, s.Names[0]), profile: without, run: docker, want: fails}
 		switch {
 		case s.Names[0] == "sethostname":
 			tt.want = unnamed // the init names its namespace on a best-effort basis
 		case s.Names[0] == "clone" && len(s.Args) == 1 && s.Args[0].ValueTwo&unix.CLONE_NEWNET == 0:
-			tt.network = sandbox.NetworkHost
+			tt.run = hostNetwork
 		}
 		tests = append(tests, tt)
 	}
 	require.NotZero(t, keel, "the profile has no entry whose comment starts with %q", keelRule)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			filter, err := tt.profile.toOCI(dockerCaps, kernel)
+			filter, err := tt.profile.toOCI(tt.run.caps, kernel)
 			require.NoError(t, err)
-			res := runInContainer(t, filter, tt.network, tt.masked)
+			res := tt.run.start(t, filter)
 			switch tt.want {
 			case works, unnamed:
 				require.Empty(t, res.Error)
@@ -296,9 +302,17 @@ func TestSeccompProfileRunsTheSandbox(t *testing.T) {
 // idle machine; the bound only keeps a hung runtime from holding the test.
 const containerTimeout = 60 * time.Second
 
-// runInContainer runs this test binary as a container's process under filter and returns what
-// the check inside printed.
-func runInContainer(t *testing.T, filter ociSeccomp, network string, masked bool) checkResult {
+// container is how a container for the check is made.
+type container struct {
+	caps            []string // its capabilities (the bounding set; the process, not root, holds none)
+	network         string   // the sandbox's network mode
+	masked          bool     // Docker's masked and read-only /proc and /sys paths
+	noNewPrivileges bool
+}
+
+// start runs this test binary as the container's process under filter and returns what the check
+// inside printed.
+func (c container) start(t *testing.T, filter ociSeccomp) checkResult {
 	t.Helper()
 	self, err := os.Executable()
 	require.NoError(t, err)
@@ -325,11 +339,12 @@ func runInContainer(t *testing.T, filter ociSeccomp, network string, masked bool
 	config := map[string]any{
 		"ociVersion": "1.0.2",
 		"process": map[string]any{
-			"user":         map[string]any{"uid": containerUser, "gid": containerUser},
-			"args":         []string{"/keel/check", "-test.run=^$"},
-			"env":          []string{"PATH=/usr/bin:/bin", checkEnv + "=" + network},
-			"cwd":          "/",
-			"capabilities": map[string]any{"bounding": dockerCaps},
+			"user":            map[string]any{"uid": containerUser, "gid": containerUser},
+			"args":            []string{"/keel/check", "-test.run=^$"},
+			"env":             []string{"PATH=/usr/bin:/bin", checkEnv + "=" + c.network},
+			"cwd":             "/",
+			"capabilities":    map[string]any{"bounding": c.caps},
+			"noNewPrivileges": c.noNewPrivileges,
 		},
 		"root":     map[string]any{"path": "rootfs"},
 		"hostname": containerHostname,
@@ -339,7 +354,7 @@ func runInContainer(t *testing.T, filter ociSeccomp, network string, masked bool
 			"seccomp":    filter,
 		},
 	}
-	if masked {
+	if c.masked {
 		linux := config["linux"].(map[string]any)
 		linux["maskedPaths"], linux["readonlyPaths"] = dockerMaskedPaths, dockerReadonlyPaths
 	}
