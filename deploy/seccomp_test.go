@@ -224,9 +224,11 @@ func kernelVersion(t *testing.T) [2]int {
 // user, Docker's default capabilities, its own PID, mount, IPC, UTS and network namespaces, and
 // the shipped profile converted as Docker converts it. The command prints the host name, which
 // only the sandbox's init sets (to "sandbox"), so the output shows it ran inside. It must work for
-// both network modes; it must fail under Docker's stock default profile, under the profile
-// without any one of Keel's entries (each is needed), and with Docker's masked /proc paths, which
-// docker-compose.yml turns off (systempaths=unconfined).
+// both network modes, and as the Kubernetes example's container (no capabilities, no_new_privs, a
+// user namespace of its own); it must fail under Docker's stock default profile, under the
+// profile without any one of Keel's entries (each is needed), and with the runtime's masked /proc
+// paths, which docker-compose.yml turns off (systempaths=unconfined) and the Kubernetes example
+// too (procMount: Unmasked).
 func TestSeccompProfileRunsTheSandbox(t *testing.T) {
 	testenv.Needs(t, "runc, installed by the package's TestMain")
 	profile := readProfile(t)
@@ -248,14 +250,18 @@ func TestSeccompProfileRunsTheSandbox(t *testing.T) {
 	hostNetwork, masked := docker, docker
 	hostNetwork.network = sandbox.NetworkHost
 	masked.masked = true
-	// The Kubernetes example's container: no capabilities at all, no_new_privs.
-	kubernetes := container{network: sandbox.NetworkNone, noNewPrivileges: true}
+	// The Kubernetes example's container: no capabilities at all, no_new_privs, a user namespace
+	// of the pod's own (hostUsers: false).
+	kubernetes := container{network: sandbox.NetworkNone, noNewPrivileges: true, userns: true}
+	kubernetesMasked := kubernetes
+	kubernetesMasked.masked = true // procMount: Default
 	tests := []test{
 		{"shipped profile, no network", profile, docker, works, ""},
 		{"shipped profile, host network", profile, hostNetwork, works, ""},
-		{"shipped profile, no capabilities, no_new_privs", profile, kubernetes, works, ""},
+		{"shipped profile, no capabilities, no_new_privs, user namespace", profile, kubernetes, works, ""},
 		{"Docker's default profile", profile.stock(), docker, fails, "the kernel refused to create user namespaces"},
 		{"shipped profile, masked /proc paths", profile, masked, fails, "mounting /proc"},
+		{"shipped profile, user namespace, masked /proc paths", profile, kubernetesMasked, fails, "mounting /proc"},
 	}
 	keel := 0
 	for i, s := range profile.Syscalls {
@@ -308,7 +314,12 @@ type container struct {
 	network         string   // the sandbox's network mode
 	masked          bool     // Docker's masked and read-only /proc and /sys paths
 	noNewPrivileges bool
+	userns          bool // a user namespace of the container's own, mapping podIDs
 }
+
+// podIDs is where a container with a user namespace of its own maps its IDs on the host, as
+// Kubernetes maps a pod's with hostUsers: false: a range of 65536 that no host account uses.
+const podIDs = 1 << 20
 
 // start runs this test binary as the container's process under filter and returns what the check
 // inside printed.
@@ -317,8 +328,18 @@ func (c container) start(t *testing.T, filter ociSeccomp) checkResult {
 	self, err := os.Executable()
 	require.NoError(t, err)
 	bundle := t.TempDir()
+	if c.userns {
+		// The container's root is an unprivileged user on the host: it must reach the bundle and
+		// the binary, which go test keeps in folders only the host's root may enter.
+		require.NoError(t, os.Chmod(bundle, 0o755))
+		require.NoError(t, os.Chmod(filepath.Dir(bundle), 0o755))
+		self = copyExecutable(t, self, filepath.Join(bundle, "check"))
+	}
 	rootfs := filepath.Join(bundle, "rootfs")
 	require.NoError(t, os.Mkdir(rootfs, 0o755))
+	if c.userns {
+		require.NoError(t, os.Chown(rootfs, podIDs, podIDs)) // the container's root makes its mount points
+	}
 	mounts := []map[string]any{
 		{"destination": "/proc", "type": "proc", "source": "proc"},
 		{"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
@@ -354,6 +375,12 @@ func (c container) start(t *testing.T, filter ociSeccomp) checkResult {
 			"seccomp":    filter,
 		},
 	}
+	if c.userns {
+		linux := config["linux"].(map[string]any)
+		linux["namespaces"] = append(linux["namespaces"].([]map[string]string), map[string]string{"type": "user"})
+		ids := []map[string]int{{"containerID": 0, "hostID": podIDs, "size": 65536}}
+		linux["uidMappings"], linux["gidMappings"] = ids, ids
+	}
 	if c.masked {
 		linux := config["linux"].(map[string]any)
 		linux["maskedPaths"], linux["readonlyPaths"] = dockerMaskedPaths, dockerReadonlyPaths
@@ -375,4 +402,13 @@ func (c container) start(t *testing.T, filter ociSeccomp) checkResult {
 	var res checkResult
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &res), "the check printed %q (stderr %q)", stdout.String(), stderr.String())
 	return res
+}
+
+// copyExecutable copies the program at src to dst, executable by anyone, and returns dst.
+func copyExecutable(t *testing.T, src, dst string) string {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(dst, data, 0o755))
+	return dst
 }
