@@ -177,7 +177,7 @@ func (a *Activities) modelError(ctx context.Context, req contract.ModelRequest, 
 	}
 	attempt := stream.attempt
 	if d.Handling == gateway.Retry && attempt < gateway.AttemptCap(d.Class) {
-		b := gateway.Backoff{Base: req.Retry.Base, Cap: req.Retry.Cap, Rand: a.Rand}
+		b := gateway.Backoff{Base: req.Retry.Base.Std(), Cap: req.Retry.Cap.Std(), Rand: a.Rand}
 		wait := b.Wait(attempt, d.RetryAfter)
 		record.ModelAttempt(mh, d.Class, record.AttemptRetry)
 		record.ModelRetry(mh, d.Class, wait)

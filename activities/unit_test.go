@@ -18,6 +18,7 @@ import (
 	"github.com/keelrun/keel/internal/devkit/fakegw"
 	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/gateway"
+	"github.com/keelrun/keel/internal/jsondur"
 	"github.com/keelrun/keel/internal/store"
 )
 
@@ -64,7 +65,7 @@ func (r *modelRig) call(t *testing.T, req contract.ModelRequest, heartbeat any) 
 		env.SetHeartbeatDetails(heartbeat)
 	}
 	req.Sinks = []string{r.sink.URL()}
-	req.Retry = contract.RetryConfig{Base: 400 * time.Millisecond, Cap: 8 * time.Second}
+	req.Retry = contract.RetryConfig{Base: jsondur.Duration(400 * time.Millisecond), Cap: jsondur.Duration(8 * time.Second)}
 	val, err := env.ExecuteActivity(contract.CallModelActivity, req)
 	var resp contract.ModelResponse
 	if err == nil {

@@ -16,7 +16,7 @@ const defaultApprovalTimeout = 10 * time.Minute
 // no answer is a denial. It returns the decision (nil when none came), or a final summary when the
 // session was cancelled or ran out of time meanwhile.
 func (s *session) awaitApproval(ctx workflow.Context, a contract.Approval, durationLimit workflow.Future) (*contract.ApprovalDecision, contract.Summary, bool) {
-	timeout := s.in.Policy.ApprovalTimeout
+	timeout := s.in.Policy.ApprovalTimeout.Std()
 	if timeout <= 0 {
 		timeout = defaultApprovalTimeout
 	}

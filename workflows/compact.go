@@ -37,7 +37,7 @@ func (s *session) compact(ctx workflow.Context, deadline workflow.Future) bool {
 		Compaction: s.state.Compaction, KeepReplies: contract.CompactKeepReplies, MinReplies: contract.CompactMinReplies,
 		Model: s.in.Model, Endpoint: s.in.Endpoint, Retry: s.in.Retry,
 	}
-	fut := workflow.ExecuteActivity(workflow.WithActivityOptions(cctx, compactOptions(s.state.Turns, s.in.HeartbeatTimeout)), contract.CompactActivity, req)
+	fut := workflow.ExecuteActivity(workflow.WithActivityOptions(cctx, compactOptions(s.state.Turns, s.in.HeartbeatTimeout.Std())), contract.CompactActivity, req)
 	if deadline != nil {
 		sel := workflow.NewSelector(ctx)
 		sel.AddFuture(fut, func(workflow.Future) {})

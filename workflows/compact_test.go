@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/jsondur"
 )
 
 // compactor is the CompactTranscript activity as a test sees it: it records every request and
@@ -142,7 +143,7 @@ func TestCompactionStops(t *testing.T) {
 		status string
 	}{
 		{name: "cancelled", limits: contract.Limits{ContextTokens: 1000}, cancel: true, status: contract.StatusCancelled},
-		{name: "out of time", limits: contract.Limits{ContextTokens: 1000, MaxDuration: 30 * time.Second}, status: contract.StatusLimit},
+		{name: "out of time", limits: contract.Limits{ContextTokens: 1000, MaxDuration: jsondur.Duration(30 * time.Second)}, status: contract.StatusLimit},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

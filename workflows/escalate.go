@@ -81,7 +81,7 @@ func (s *session) openEscalation(ctx workflow.Context, req *contract.EscalationR
 	s.escalSeq++
 	info := workflow.GetInfo(ctx)
 	now := workflow.Now(ctx)
-	deadline := s.in.Escalation.Deadline
+	deadline := s.in.Escalation.Deadline.Std()
 	if deadline <= 0 {
 		deadline = defaultEscalationDeadline
 	}

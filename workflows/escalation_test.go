@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/jsondur"
 )
 
 // badArgs is a model that sends unparsable arguments four times in a row, a different tool each
@@ -192,7 +193,7 @@ func TestEscalationDeadline(t *testing.T) {
 			w := newWorld(t, append([]reply{sameCall("r1"), sameCall("r2"), sameCall("r3"), sameCall("r4")}, c.after...)...)
 			in := input(contract.Limits{})
 			in.Escalation = contract.EscalationPolicy{
-				Deadline: time.Hour, Channels: []string{"slack", "webhook"}, DefaultAction: c.defaultAction, UIBase: "http://127.0.0.1:8233",
+				Deadline: jsondur.Duration(time.Hour), Channels: []string{"slack", "webhook"}, DefaultAction: c.defaultAction, UIBase: "http://127.0.0.1:8233",
 			}
 			start := w.env.Now()
 			sum := w.run(in)
@@ -226,7 +227,7 @@ func TestEscalationDeadline(t *testing.T) {
 func TestCancelWhileWaitingOnAPerson(t *testing.T) {
 	w := newWorld(t, badArgs()...)
 	in := input(contract.Limits{})
-	in.Escalation = contract.EscalationPolicy{Deadline: time.Hour, Channels: []string{"slack", "webhook"}}
+	in.Escalation = contract.EscalationPolicy{Deadline: jsondur.Duration(time.Hour), Channels: []string{"slack", "webhook"}}
 	w.at(10*time.Minute, func() {
 		w.env.SignalWorkflow(contract.SignalCancel, contract.CancelRequest{Reason: "not worth a person's time"})
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/jsondur"
 )
 
 // busyModel is a model that never concludes: every reply reads a different file, so neither
@@ -71,7 +72,7 @@ func TestDurationLimitStopsAHungModelCall(t *testing.T) {
 	hung.delay = 2 * time.Hour
 	w := newWorld(t, hung)
 	start := w.env.Now()
-	sum := w.run(input(contract.Limits{MaxDuration: 10 * time.Minute}))
+	sum := w.run(input(contract.Limits{MaxDuration: jsondur.Duration(10 * time.Minute)}))
 
 	assert.Equal(t, contract.StatusLimit, sum.Status)
 	assert.Equal(t, contract.LimitDuration, sum.Limit)

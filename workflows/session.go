@@ -389,7 +389,7 @@ func (s *session) startDurationTimer(ctx workflow.Context) (workflow.Future, fun
 	if s.in.Limits.MaxDuration <= 0 {
 		return nil, func() {}
 	}
-	left := s.in.Limits.MaxDuration - workflow.Now(ctx).Sub(s.state.StartedAt)
+	left := s.in.Limits.MaxDuration.Std() - workflow.Now(ctx).Sub(s.state.StartedAt)
 	if left < time.Millisecond {
 		left = time.Millisecond
 	}

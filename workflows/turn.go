@@ -151,7 +151,7 @@ func (t *turn) stopCalls(ctx workflow.Context, rest []contract.ToolCall, running
 // returned as an error. A reply that did not parse is called again once, after the activity's
 // wait, with the strict instruction in the request.
 func (t *turn) callModel(ctx workflow.Context) (contract.ModelResponse, error) {
-	actx := workflow.WithActivityOptions(ctx, modelCallOptions(t.in.Turn, t.in.HeartbeatTimeout))
+	actx := workflow.WithActivityOptions(ctx, modelCallOptions(t.in.Turn, t.in.HeartbeatTimeout.Std()))
 	req := contract.ModelRequest{
 		SessionID: t.in.SessionID, Turn: t.in.Turn, Head: t.in.Head, Append: t.in.Pending,
 		BuiltinTools: t.in.BuiltinTools, Tools: t.in.Tools, Model: t.in.Model, Endpoint: t.in.Endpoint, Retry: t.in.Retry, Sinks: t.in.Sinks,

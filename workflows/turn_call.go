@@ -102,7 +102,7 @@ func (t *turn) refuseOpen(call contract.ToolCall, key string) {
 // runTool runs the single-attempt tool activity, feeds its result back, and tells the tool's
 // breaker how the call ended (cancellations are not counted).
 func (t *turn) runTool(ctx workflow.Context, call contract.ToolCall, server, key string) error {
-	actx := workflow.WithActivityOptions(ctx, toolOptions(call, t.in.Policy, t.in.HeartbeatTimeout))
+	actx := workflow.WithActivityOptions(ctx, toolOptions(call, t.in.Policy, t.in.HeartbeatTimeout.Std()))
 	req := contract.ToolRequest{
 		SessionID: t.in.SessionID, Turn: t.in.Turn, Call: call, Workdir: t.in.Workdir,
 		Policy: toolRunPolicy(t.in.Policy), Sinks: t.in.Sinks, Server: server,

@@ -17,6 +17,7 @@ import (
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/events"
+	"github.com/keelrun/keel/internal/jsondur"
 )
 
 // sessionSpec is what the demo and run commands start.
@@ -106,7 +107,7 @@ func sessionInput(cfg config.Config, spec sessionSpec) contract.SessionInput {
 		Retry:            cfg.Gateway.Retry,
 		Escalation:       cfg.Escalation.EscalationPolicy,
 		TurnsPerRun:      cfg.Temporal.TurnsPerRun,
-		HeartbeatTimeout: cfg.Temporal.HeartbeatTimeout,
+		HeartbeatTimeout: jsondur.Duration(cfg.Temporal.HeartbeatTimeout),
 	}
 }
 

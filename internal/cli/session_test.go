@@ -31,7 +31,7 @@ func TestUILink(t *testing.T) {
 func TestSessionInputHeartbeatTimeout(t *testing.T) {
 	for _, d := range []time.Duration{0, 15 * time.Second} {
 		cfg := config.Config{Temporal: config.Temporal{HeartbeatTimeout: d}}
-		if got := sessionInput(cfg, sessionSpec{task: "t"}).HeartbeatTimeout; got != d {
+		if got := sessionInput(cfg, sessionSpec{task: "t"}).HeartbeatTimeout.Std(); got != d {
 			t.Errorf("heartbeat timeout %s in the input, want %s", got, d)
 		}
 	}

@@ -28,12 +28,12 @@ func TestLoad(t *testing.T) {
 		key   string // want an error naming this key
 	}{
 		{name: "defaults with the fake gateway", env: map[string]string{"KEEL_GATEWAY_FAKE": "true"}, check: func(t *testing.T, c Config) {
-			if c.Temporal.Address != "127.0.0.1:7233" || c.Limits.MaxDuration != 30*time.Minute || c.Gateway.Retry.Base != 400*time.Millisecond {
+			if c.Temporal.Address != "127.0.0.1:7233" || c.Limits.MaxDuration.Std() != 30*time.Minute || c.Gateway.Retry.Base.Std() != 400*time.Millisecond {
 				t.Fatalf("defaults: %+v", c)
 			}
 		}},
 		{name: "file then env then flag", file: file, env: map[string]string{"KEEL_LIMITS_MAX_TOKENS": "900"}, flags: []string{"--max-duration", "3s"}, check: func(t *testing.T, c Config) {
-			if c.Limits.MaxTurns != 7 || c.Limits.MaxTokens != 900 || c.Limits.MaxDuration != 3*time.Second || c.Gateway.APIKey != "from-file" {
+			if c.Limits.MaxTurns != 7 || c.Limits.MaxTokens != 900 || c.Limits.MaxDuration.Std() != 3*time.Second || c.Gateway.APIKey != "from-file" {
 				t.Fatalf("precedence: %+v", c.Limits)
 			}
 		}},

@@ -6,8 +6,8 @@ package contract
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
+	"github.com/keelrun/keel/internal/jsondur"
 	"github.com/keelrun/keel/internal/tools/breaker"
 )
 
@@ -136,9 +136,9 @@ func (u Usage) Add(o Usage) Usage {
 
 // Limits are the hard limits of one session. A zero value means "no limit" for that dimension.
 type Limits struct {
-	MaxTurns    int           `json:"max_turns,omitempty"`
-	MaxDuration time.Duration `json:"max_duration,omitempty"`
-	MaxTokens   int64         `json:"max_tokens,omitempty"`
+	MaxTurns    int              `json:"max_turns,omitempty"`
+	MaxDuration jsondur.Duration `json:"max_duration,omitempty"`
+	MaxTokens   int64            `json:"max_tokens,omitempty"`
 	// ContextTokens is the context window the session keeps its model calls within: once a call's
 	// input reaches 80 % of it, the oldest turns are summarised (compaction). Zero never
 	// compacts. It is not a hard limit: nothing stops when a call goes past it.
@@ -148,8 +148,8 @@ type Limits struct {
 // RetryConfig shapes the gateway's equal-jitter backoff. Zero values take the defaults
 // (base 400 ms, cap 8 s).
 type RetryConfig struct {
-	Base time.Duration `json:"base,omitempty"`
-	Cap  time.Duration `json:"cap,omitempty"`
+	Base jsondur.Duration `json:"base,omitempty"`
+	Cap  jsondur.Duration `json:"cap,omitempty"`
 }
 
 // ToolPolicy decides which tool calls wait for a person and which commands may run at all.
@@ -162,9 +162,9 @@ type ToolPolicy struct {
 	// Commands is the allow list of program names run_command may start; empty allows any.
 	Commands []string `json:"commands,omitempty"`
 	// ApprovalTimeout is how long an approval waits before the call is denied.
-	ApprovalTimeout time.Duration `json:"approval_timeout,omitempty"`
+	ApprovalTimeout jsondur.Duration `json:"approval_timeout,omitempty"`
 	// CommandTimeout bounds one run_command call.
-	CommandTimeout time.Duration `json:"command_timeout,omitempty"`
+	CommandTimeout jsondur.Duration `json:"command_timeout,omitempty"`
 	// Breaker shapes the circuit breaker of every tool and MCP server.
 	Breaker breaker.Config `json:"breaker,omitzero"`
 	// Fallbacks names, per tool, the tool the model is offered while the first one's breaker is open.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelrun/keel/internal/jsondur"
 	"github.com/keelrun/keel/internal/tools/breaker"
 )
 
@@ -14,10 +15,10 @@ import (
 func TestSessionInputDurationsReadable(t *testing.T) {
 	in := SessionInput{
 		Task:       "t",
-		Limits:     Limits{MaxTurns: 3, MaxDuration: 30 * time.Minute, MaxTokens: 100},
-		Retry:      RetryConfig{Base: 400 * time.Millisecond, Cap: 8 * time.Second},
-		Policy:     ToolPolicy{Approval: "writes", ApprovalTimeout: 10 * time.Minute, CommandTimeout: 2 * time.Minute},
-		Escalation: EscalationPolicy{Deadline: time.Hour, DefaultAction: ActionAbort},
+		Limits:     Limits{MaxTurns: 3, MaxDuration: jsondur.Duration(30 * time.Minute), MaxTokens: 100},
+		Retry:      RetryConfig{Base: jsondur.Duration(400 * time.Millisecond), Cap: jsondur.Duration(8 * time.Second)},
+		Policy:     ToolPolicy{Approval: "writes", ApprovalTimeout: jsondur.Duration(10 * time.Minute), CommandTimeout: jsondur.Duration(2 * time.Minute)},
+		Escalation: EscalationPolicy{Deadline: jsondur.Duration(time.Hour), DefaultAction: ActionAbort},
 	}
 	b, err := json.Marshal(in)
 	if err != nil {
@@ -64,9 +65,9 @@ func TestSessionInputDurationsReadable(t *testing.T) {
 // heartbeat timeout read as text in a session's input and a turn's input, and the nanoseconds of
 // older inputs still read the same, so their histories replay.
 func TestBreakerAndHeartbeatDurationsReadable(t *testing.T) {
-	br := breaker.Config{Failures: 5, Window: 2 * time.Minute, Cooldown: time.Minute}
-	in := SessionInput{Task: "t", Policy: ToolPolicy{Breaker: br}, HeartbeatTimeout: 9 * time.Second}
-	turn := TurnInput{SessionID: "s", Policy: ToolPolicy{Breaker: br}, HeartbeatTimeout: 9 * time.Second}
+	br := breaker.Config{Failures: 5, Window: jsondur.Duration(2 * time.Minute), Cooldown: jsondur.Duration(time.Minute)}
+	in := SessionInput{Task: "t", Policy: ToolPolicy{Breaker: br}, HeartbeatTimeout: jsondur.Duration(9 * time.Second)}
+	turn := TurnInput{SessionID: "s", Policy: ToolPolicy{Breaker: br}, HeartbeatTimeout: jsondur.Duration(9 * time.Second)}
 	cases := []struct {
 		name string
 		v    any
@@ -78,14 +79,14 @@ func TestBreakerAndHeartbeatDurationsReadable(t *testing.T) {
 			func(b []byte) (breaker.Config, time.Duration, error) {
 				var got SessionInput
 				err := json.Unmarshal(b, &got)
-				return got.Policy.Breaker, got.HeartbeatTimeout, err
+				return got.Policy.Breaker, got.HeartbeatTimeout.Std(), err
 			}},
 		{"turn", turn,
 			`{"session_id":"s","turn":0,"workdir":"","policy":{"breaker":{"failures":5,"window":120000000000,"cooldown":60000000000}},"heartbeat_timeout":9000000000}`,
 			func(b []byte) (breaker.Config, time.Duration, error) {
 				var got TurnInput
 				err := json.Unmarshal(b, &got)
-				return got.Policy.Breaker, got.HeartbeatTimeout, err
+				return got.Policy.Breaker, got.HeartbeatTimeout.Std(), err
 			}},
 	}
 	for _, c := range cases {

@@ -1,6 +1,10 @@
 package contract
 
-import "time"
+import (
+	"time"
+
+	"github.com/keelrun/keel/internal/jsondur"
+)
 
 // Escalation reasons: why a session stopped to ask a person.
 const (
@@ -26,7 +30,7 @@ const (
 // EscalationPolicy configures how long an escalation waits and whom it tells.
 type EscalationPolicy struct {
 	// Deadline is how long an escalation waits for an answer before DefaultAction is taken.
-	Deadline time.Duration `json:"deadline,omitempty"`
+	Deadline jsondur.Duration `json:"deadline,omitempty"`
 	// Channels are notified in order, spread evenly over the deadline (the first at once).
 	Channels []string `json:"channels,omitempty"`
 	// DefaultAction is taken at the deadline: abort (the default) or retry.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelrun/keel/internal/jsondur"
 	"github.com/keelrun/keel/internal/tools/breaker"
 )
 
@@ -32,15 +33,15 @@ var (
 		Reasoning: []json.RawMessage{json.RawMessage(`{"id":"rs_1"}`)}}
 	goldenUsage    = Usage{InputTokens: 1200, OutputTokens: 300, CachedTokens: 800, CacheWriteTokens: 100}
 	goldenCounters = Counters{ToolCalls: 4, BlockedCalls: 1, GatewayCalls: 3, GatewayAttempts: 5, FallbackCalls: 1, Compactions: 1, CompactionTokens: 700, ReconciledCalls: 1}
-	goldenLimits   = Limits{MaxTurns: 30, MaxDuration: 30 * time.Minute, MaxTokens: 200000, ContextTokens: 100000}
-	goldenRetry    = RetryConfig{Base: 400 * time.Millisecond, Cap: 8 * time.Second}
-	goldenBreakerC = breaker.Config{Failures: 5, Window: 2 * time.Minute, Cooldown: time.Minute}
+	goldenLimits   = Limits{MaxTurns: 30, MaxDuration: jsondur.Duration(30 * time.Minute), MaxTokens: 200000, ContextTokens: 100000}
+	goldenRetry    = RetryConfig{Base: jsondur.Duration(400 * time.Millisecond), Cap: jsondur.Duration(8 * time.Second)}
+	goldenBreakerC = breaker.Config{Failures: 5, Window: jsondur.Duration(2 * time.Minute), Cooldown: jsondur.Duration(time.Minute)}
 	goldenPolicy   = ToolPolicy{
 		Approval: "writes", Allow: []string{"read_file"}, Deny: []string{"rm"}, Commands: []string{"go", "git"},
-		ApprovalTimeout: 10 * time.Minute, CommandTimeout: 2 * time.Minute, Breaker: goldenBreakerC,
+		ApprovalTimeout: jsondur.Duration(10 * time.Minute), CommandTimeout: jsondur.Duration(2 * time.Minute), Breaker: goldenBreakerC,
 		Fallbacks: map[string]string{"search": "grep"},
 	}
-	goldenEscPolicy = EscalationPolicy{Deadline: time.Hour, Channels: []string{"slack", "webhook"}, DefaultAction: ActionAbort, UIBase: "http://127.0.0.1:8233"}
+	goldenEscPolicy = EscalationPolicy{Deadline: jsondur.Duration(time.Hour), Channels: []string{"slack", "webhook"}, DefaultAction: ActionAbort, UIBase: "http://127.0.0.1:8233"}
 	goldenEndpoint  = &Endpoint{Provider: "openai", BaseURL: "http://127.0.0.1:9000/v1", Model: "gpt-x", Key: "team"}
 	goldenBreakers  = breaker.State{Breakers: []breaker.Breaker{
 		{Key: "mcp:fs", State: breaker.Open, Expires: []time.Time{goldenTime.Add(time.Minute)}, OpenedAt: goldenTime, RetryAt: goldenTime.Add(time.Minute), ProbeAt: goldenTime.Add(-time.Minute)},
@@ -89,13 +90,13 @@ func goldenPayloads() []struct {
 			Task: "fix the test", SystemPrompt: "be brief", Workdir: "/src", Model: "fast", Endpoint: goldenEndpoint,
 			Limits: goldenLimits, Policy: goldenPolicy, Retry: goldenRetry, Sinks: []string{"http://127.0.0.1:7000/events"},
 			Escalation: goldenEscPolicy, GitHub: &GitHubContext{Repo: "keelrun/keel", PR: 22, Commit: "ab09ab4"},
-			TurnsPerRun: 10, HeartbeatTimeout: 9 * time.Second, Carry: &carry,
+			TurnsPerRun: 10, HeartbeatTimeout: jsondur.Duration(9 * time.Second), Carry: &carry,
 		}},
 		{"session_state", goldenState},
 		{"turn_input", TurnInput{
 			SessionID: "wf-1", Turn: 3, Head: "node-9", Pending: goldenMsgs, BuiltinTools: "sha256:tools",
 			Tools: []ToolSpec{goldenTool}, Model: "fast", Endpoint: goldenEndpoint, Workdir: "/src", Policy: goldenPolicy,
-			Retry: goldenRetry, Sinks: []string{"http://127.0.0.1:7000/events"}, HeartbeatTimeout: 9 * time.Second,
+			Retry: goldenRetry, Sinks: []string{"http://127.0.0.1:7000/events"}, HeartbeatTimeout: jsondur.Duration(9 * time.Second),
 			Repeat: goldenRepeat, Repairs: goldenRepairs, Rejected: goldenRejected, Breakers: goldenBreakers,
 			Resume: []ToolCall{goldenCall}, Approved: &ApprovalDecision{CallID: "call_1", Digest: "abc123", Approve: true, By: "ana"},
 			Compaction: goldenCompaction, Status: goldenStatus,

@@ -3,6 +3,7 @@ package contract
 import (
 	"time"
 
+	"github.com/keelrun/keel/internal/jsondur"
 	"github.com/keelrun/keel/internal/tools/breaker"
 )
 
@@ -33,7 +34,7 @@ type SessionInput struct {
 	// HeartbeatTimeout is how long a running model call or tool may go without a heartbeat before
 	// Temporal declares its worker dead (the outcome-unknown path for a tool, a retry for a model
 	// call); zero is DefaultHeartbeatTimeout. Workers beat at least three times per timeout.
-	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
+	HeartbeatTimeout jsondur.Duration `json:"heartbeat_timeout,omitempty"`
 	// Carry is the state of an earlier run (continue-as-new) or of a forked session.
 	Carry *SessionState `json:"carry,omitempty"`
 }

@@ -3,6 +3,7 @@ package contract
 import (
 	"time"
 
+	"github.com/keelrun/keel/internal/jsondur"
 	"github.com/keelrun/keel/internal/tools/breaker"
 )
 
@@ -28,7 +29,7 @@ type TurnInput struct {
 	Retry    RetryConfig `json:"retry"`
 	Sinks    []string    `json:"sinks,omitempty"`
 	// HeartbeatTimeout is the session's SessionInput.HeartbeatTimeout.
-	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
+	HeartbeatTimeout jsondur.Duration `json:"heartbeat_timeout,omitempty"`
 	// Repeat carries repeat detection across turns: the key of the last call and how many times in
 	// a row it was made.
 	Repeat RepeatState `json:"repeat"`

@@ -19,6 +19,7 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/demo"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
+	"github.com/keelrun/keel/internal/jsondur"
 )
 
 // chaosSessions and chaosKills bound the chaos test; chaosBudget bounds its time.
@@ -115,7 +116,7 @@ func startChaosSessions(ctx context.Context, t *testing.T, queue string) []clien
 		runs[i], err = env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue},
 			contract.SessionWorkflow, contract.SessionInput{
 				Task: fmt.Sprintf("chaos session %d: fix the failing test", i), Workdir: dir,
-				Limits: contract.Limits{MaxTurns: 30}, HeartbeatTimeout: testHeartbeatTimeout,
+				Limits: contract.Limits{MaxTurns: 30}, HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout),
 			})
 		if err != nil {
 			t.Fatal(err)

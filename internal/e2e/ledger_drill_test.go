@@ -24,6 +24,7 @@ import (
 	"github.com/keelrun/keel/internal/devkit/fakegw"
 	"github.com/keelrun/keel/internal/devkit/replay"
 	"github.com/keelrun/keel/internal/devkit/testenv"
+	"github.com/keelrun/keel/internal/jsondur"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tools/toolspec"
 )
@@ -262,7 +263,7 @@ func (d *drill) startSessionID(id, mode string) {
 	}
 	_, err := d.srv.Client().ExecuteWorkflow(d.ctx, client.StartWorkflowOptions{ID: id, TaskQueue: d.queue}, contract.SessionWorkflow, contract.SessionInput{
 		Task: fakegw.WithMode("drill session: fix the failing test", mode), Workdir: dir,
-		Limits: contract.Limits{MaxTurns: 30}, HeartbeatTimeout: testHeartbeatTimeout, Sinks: []string{d.sink.srv.URL},
+		Limits: contract.Limits{MaxTurns: 30}, HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout), Sinks: []string{d.sink.srv.URL},
 	})
 	if err != nil {
 		d.t.Fatalf("starting session %s: %v", id, err)

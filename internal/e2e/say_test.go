@@ -12,6 +12,7 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/demo"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
+	"github.com/keelrun/keel/internal/jsondur"
 )
 
 // TestSayReachesTheNextModelCallOnce sends `starter say` to a session that is waiting on a model
@@ -56,7 +57,7 @@ func TestSayReachesTheNextModelCallOnce(t *testing.T) {
 			}
 			run, err := env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: envValue(environ, "KEEL_TEMPORAL_TASK_QUEUE")},
 				contract.SessionWorkflow, contract.SessionInput{Task: fakegw.WithMode("fix the failing test", c.mode), Workdir: ws, Limits: contract.Limits{MaxTurns: 20},
-					HeartbeatTimeout: testHeartbeatTimeout})
+					HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/demo"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
+	"github.com/keelrun/keel/internal/jsondur"
 )
 
 // TestWorkerDiesMidTool kills the worker process while a command runs. The command's process dies
@@ -52,7 +53,7 @@ func TestWorkerDiesMidTool(t *testing.T) {
 	}
 	run, err := env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: envValue(environ, "KEEL_TEMPORAL_TASK_QUEUE")},
 		contract.SessionWorkflow, contract.SessionInput{Task: fakegw.WithMode("fix the failing test", fakegw.ModeLongCommand), Workdir: ws, Limits: contract.Limits{MaxTurns: 20},
-			HeartbeatTimeout: testHeartbeatTimeout})
+			HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
-// Package jsondur holds the duration that Keel's workflow inputs write as text. Inputs show in
-// the Web UI, where "30m0s" reads and 1800000000000 does not; it is a leaf package so the contract
-// and the breaker (which the contract imports) can share it.
+// Package jsondur holds the duration type of every duration a Keel payload carries. Payloads show
+// in the Web UI and in histories, where "30m0s" reads and 1800000000000 does not. It is a leaf
+// package so the contract and the breaker (which the contract imports) share the one type.
 package jsondur
 
 import (
@@ -9,9 +9,16 @@ import (
 	"time"
 )
 
-// Duration is a duration written as text ("30m0s"). It still reads the nanosecond numbers of
-// inputs written before, so the histories of older sessions replay.
+// Duration is a time.Duration that JSON writes as text ("30m0s"). It still reads the nanosecond
+// numbers that inputs held before durations were text, so the histories of older sessions replay.
+// A payload field of this type needs no JSON method of its own.
 type Duration time.Duration
+
+// Std is the duration as a time.Duration, for the clock and the SDK's options.
+func (d Duration) Std() time.Duration { return time.Duration(d) }
+
+// String is time.Duration's text ("1m30s").
+func (d Duration) String() string { return time.Duration(d).String() }
 
 // MarshalJSON writes the duration as text.
 func (d Duration) MarshalJSON() ([]byte, error) {

@@ -93,7 +93,7 @@ func (b *Box) allowed(program string) bool {
 
 // timeout is the smaller of the policy's limit and the call's own; limited says the policy won.
 func (b *Box) timeout(seconds int) (time.Duration, bool) {
-	limit := b.Policy.CommandTimeout
+	limit := b.Policy.CommandTimeout.Std()
 	if limit <= 0 {
 		limit = DefaultCommandTimeout
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/events"
+	"github.com/keelrun/keel/internal/jsondur"
 	"github.com/keelrun/keel/internal/store"
 )
 
@@ -154,7 +155,7 @@ func (r *Rig) startOptions(id string) client.StartWorkflowOptions {
 // model keys its stamps by it).
 func (r *Rig) StartSession(ctx context.Context, id, task string) (client.WorkflowRun, error) {
 	in := contract.SessionInput{Task: task, Workdir: r.Workdir, Limits: contract.Limits{MaxTurns: r.opts.ToolTurns + 5},
-		HeartbeatTimeout: r.opts.HeartbeatTimeout}
+		HeartbeatTimeout: jsondur.Duration(r.opts.HeartbeatTimeout)}
 	run, err := r.Client.ExecuteWorkflow(ctx, r.startOptions(id), contract.SessionWorkflow, in)
 	if err != nil {
 		return nil, fmt.Errorf("starting session %s: %w", id, err)

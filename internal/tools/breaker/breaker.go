@@ -7,6 +7,8 @@ package breaker
 import (
 	"sort"
 	"time"
+
+	"github.com/keelrun/keel/internal/jsondur"
 )
 
 // State names, as they appear in a Decision, a Status and the serialised State.
@@ -19,8 +21,8 @@ const (
 // Defaults of Config: five failures within two minutes open a breaker for a minute.
 const (
 	DefaultFailures = 5
-	DefaultWindow   = 2 * time.Minute
-	DefaultCooldown = 60 * time.Second
+	DefaultWindow   = jsondur.Duration(2 * time.Minute)
+	DefaultCooldown = jsondur.Duration(60 * time.Second)
 )
 
 // Config shapes every breaker of a State. Zero fields take the defaults, so a session that
@@ -29,9 +31,9 @@ type Config struct {
 	// Failures is how many failures within Window open a breaker.
 	Failures int `json:"failures,omitempty"`
 	// Window is how long a failure keeps counting.
-	Window time.Duration `json:"window,omitempty"`
+	Window jsondur.Duration `json:"window,omitempty"`
 	// Cooldown is how long an open breaker refuses calls before it lets one probe through.
-	Cooldown time.Duration `json:"cooldown,omitempty"`
+	Cooldown jsondur.Duration `json:"cooldown,omitempty"`
 }
 
 // WithDefaults returns the config with its zero (or negative) fields set to the defaults.

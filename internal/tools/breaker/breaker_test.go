@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/keelrun/keel/internal/jsondur"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -44,7 +46,7 @@ func seq(parts ...any) []step {
 }
 
 // small is the config most cases use: 3 failures within 10 s, 30 s cooldown.
-var small = Config{Failures: 3, Window: 10 * time.Second, Cooldown: 30 * time.Second}
+var small = Config{Failures: 3, Window: jsondur.Duration(10 * time.Second), Cooldown: jsondur.Duration(30 * time.Second)}
 
 func TestTransitions(t *testing.T) {
 	s := time.Second
@@ -134,7 +136,7 @@ func TestRefusalSaysWhenToRetry(t *testing.T) {
 		st.Record(small, "k", t0.Add(time.Duration(i)*time.Second), false)
 	}
 	d := st.Allow(small, "k", t0.Add(5*time.Second))
-	if want := t0.Add(2*time.Second + small.Cooldown); d.Run || !d.RetryAt.Equal(want) {
+	if want := t0.Add(2*time.Second + small.Cooldown.Std()); d.Run || !d.RetryAt.Equal(want) {
 		t.Fatalf("decision %+v, want refused with retry at %v", d, want)
 	}
 }
@@ -189,7 +191,7 @@ func TestSnapshot(t *testing.T) {
 	// Once the probe is out, the snapshot says when a lost probe is given up.
 	st.Allow(small, "mcp:flaky", later)
 	snap := st.Snapshot(later)
-	if len(snap) != 1 || snap[0].State != HalfOpen || !snap[0].RetryAt.Equal(later.Add(small.Cooldown)) {
+	if len(snap) != 1 || snap[0].State != HalfOpen || !snap[0].RetryAt.Equal(later.Add(small.Cooldown.Std())) {
 		t.Fatalf("snapshot with probe out: %+v", snap)
 	}
 }
@@ -221,8 +223,8 @@ func TestKey(t *testing.T) {
 }
 
 func TestWithDefaults(t *testing.T) {
-	got := Config{Failures: -1, Cooldown: time.Second}.WithDefaults()
-	want := Config{Failures: DefaultFailures, Window: DefaultWindow, Cooldown: time.Second}
+	got := Config{Failures: -1, Cooldown: jsondur.Duration(time.Second)}.WithDefaults()
+	want := Config{Failures: DefaultFailures, Window: DefaultWindow, Cooldown: jsondur.Duration(time.Second)}
 	if got != want {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}

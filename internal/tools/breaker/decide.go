@@ -22,7 +22,7 @@ func (s *State) Allow(cfg Config, key string, now time.Time) Decision {
 		b.State, b.ProbeAt = HalfOpen, now
 		return Decision{Run: true, Probe: true, State: HalfOpen}
 	case HalfOpen:
-		if lost := b.ProbeAt.Add(cfg.Cooldown); now.Before(lost) {
+		if lost := b.ProbeAt.Add(cfg.Cooldown.Std()); now.Before(lost) {
 			return Decision{State: HalfOpen, RetryAt: lost}
 		}
 		b.ProbeAt = now
@@ -61,7 +61,7 @@ func (s *State) Record(cfg Config, key string, now time.Time, ok bool) {
 
 // addFailure counts a failure at now, keeping only the newest cfg.Failures of them.
 func (b *Breaker) addFailure(cfg Config, now time.Time) {
-	b.Expires = append(b.Expires, now.Add(cfg.Window))
+	b.Expires = append(b.Expires, now.Add(cfg.Window.Std()))
 	if n := len(b.Expires); n > cfg.Failures {
 		b.Expires = append([]time.Time(nil), b.Expires[n-cfg.Failures:]...)
 	}
@@ -69,5 +69,5 @@ func (b *Breaker) addFailure(cfg Config, now time.Time) {
 
 // open refuses calls from now until the cooldown has passed.
 func (b *Breaker) open(cfg Config, now time.Time) {
-	b.State, b.OpenedAt, b.RetryAt, b.ProbeAt = Open, now, now.Add(cfg.Cooldown), time.Time{}
+	b.State, b.OpenedAt, b.RetryAt, b.ProbeAt = Open, now, now.Add(cfg.Cooldown.Std()), time.Time{}
 }
