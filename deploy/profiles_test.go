@@ -142,13 +142,18 @@ func TestAppArmorProfiles(t *testing.T) {
 	}
 }
 
-// The host profile attaches to the path the worker's image installs it at.
-func TestHostProfileNamesTheImagesWorker(t *testing.T) {
+// TestProfilesMatchTheImage checks the image is what the profiles and the tests assume: the host
+// profile attaches to the path the image installs the worker at, and the image runs as the
+// unprivileged user the sandbox's test containers and the Kubernetes example run as.
+func TestProfilesMatchTheImage(t *testing.T) {
 	data, err := os.ReadFile("../Dockerfile")
 	require.NoError(t, err)
+	dockerfile := string(data)
 	p := readAppArmor(t, hostProfileFile)
-	assert.Contains(t, string(data), "COPY --from=build /out/ "+filepath.Dir(p.attachment)+"/")
-	assert.Contains(t, string(data), "-o /out/"+filepath.Base(p.attachment)+" ./worker")
+	assert.Contains(t, dockerfile, "COPY --from=build /out/ "+filepath.Dir(p.attachment)+"/")
+	assert.Contains(t, dockerfile, "-o /out/"+filepath.Base(p.attachment)+" ./worker")
+	assert.Regexp(t, `useradd [^\n]*--uid `+strconv.Itoa(containerUser)+` keel\b`, dockerfile)
+	assert.Regexp(t, `(?m)^USER keel$`, dockerfile)
 }
 
 // kubeDeployment is the part of a Deployment the example uses; decoding with known fields only
