@@ -267,6 +267,7 @@ func TestKubernetesWorker(t *testing.T) {
 		mounts[m.MountPath] = m.Name
 	}
 	assert.Contains(t, mounts, "/tmp", "the sandbox builds its root on /tmp, and the root file system is read-only")
+	assert.Contains(t, mounts, "/home/keel", "the worker writes its sandbox cache and state under its home")
 	volumes := map[string]bool{}
 	for _, v := range pod.Volumes {
 		volumes[v.Name] = true
