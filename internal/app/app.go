@@ -7,12 +7,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
 
-	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -183,10 +181,7 @@ func modelChain(cfg config.Config, primary gateway.Provider, gatewayURL string) 
 	for i, f := range cfg.Gateway.Fallbacks {
 		fcfg := gateway.Config{Provider: f.Provider, BaseURL: f.BaseURL, APIKey: f.APIKey, Model: f.Model}
 		if fcfg.BaseURL == "" && cfg.Gateway.Fake {
-			fcfg.BaseURL = strings.TrimSuffix(gatewayURL, "/v1")
-			if f.Provider != gateway.ProviderAnthropic {
-				fcfg.BaseURL += "/v1"
-			}
+			fcfg.BaseURL = strings.TrimSuffix(gatewayURL, apiPath(cfg.Gateway.Provider)) + apiPath(f.Provider)
 		}
 		if fcfg.APIKey == "" {
 			fcfg.APIKey = "fake-gateway-key"
@@ -236,25 +231,15 @@ func OpenStore(ctx context.Context, cfg config.Config) (store.Store, error) {
 	return st, nil
 }
 
-// Notifiers builds the escalation channels named in the configuration.
+// Notifiers builds the escalation channels named in the configuration (escalation's channel rows).
 func Notifiers(cfg config.Config) map[string]escalation.Notifier {
-	out := map[string]escalation.Notifier{}
-	e := cfg.Escalation
-	for _, ch := range e.Channels {
-		switch ch {
-		case contract.ChannelSlack:
-			var opts []slack.Option
-			if e.Slack.APIURL != "" {
-				opts = append(opts, slack.OptionAPIURL(e.Slack.APIURL))
-			}
-			out[ch] = &escalation.SlackNotifier{API: slack.New(e.Slack.BotToken, opts...), Channel: e.Slack.Channel}
-		case contract.ChannelGitHub:
-			out[ch] = &escalation.GitHubNotifier{BaseURL: e.GitHub.BaseURL, Token: e.GitHub.Token, Repo: e.GitHub.Repo, PR: e.GitHub.PR, HTTPClient: http.DefaultClient}
-		case contract.ChannelWebhook:
-			out[ch] = &escalation.WebhookNotifier{URL: e.Webhook.URL, Secret: e.Webhook.Secret, HTTPClient: http.DefaultClient}
-		}
-	}
-	return out
+	return escalation.Notifiers(cfg.Escalation)
+}
+
+// apiPath is the path a provider's base URL ends with on a gateway that speaks it.
+func apiPath(provider string) string {
+	p, _ := contract.ProviderNamed(provider)
+	return p.APIPath
 }
 
 // transcriptCache bounds the transcripts a worker keeps in memory: about one per active session.

@@ -305,11 +305,8 @@ var settings = []Setting{
 
 	{Name: GatewayProvider, Kind: Choice, OneOf: contract.Providers, Default: contract.ProviderOpenAI, ReadBy: Worker | Starter,
 		Flag: "provider", FlagIn: Starter, FlagUsage: "model provider wire format: " + strings.Join(contract.Providers, ", "),
-		Doc: "`openai` (OpenAI-compatible chat completions), `openai-responses` (OpenAI's Responses API, which carries the model's " +
-			"reasoning items between turns; see below) or `anthropic` (Messages); on `starter run` the flag sets the session's " +
-			"endpoint instead (below)",
-		Hint: "openai (any OpenAI-compatible chat completions API), openai-responses\n" +
-			"(OpenAI's Responses API, reasoning items kept between turns) or anthropic",
+		Doc:  providersDoc() + "; on `starter run` the flag sets the session's endpoint instead (below)",
+		Hint: "the wire format: " + orList(contract.Providers),
 		into: func(d *draft) any { return &d.Gateway.Provider }},
 	{Name: GatewayBaseURL, Default: "", DefaultDoc: "provider's", ReadBy: Worker | Starter,
 		Flag: "base-url", FlagIn: Starter,
@@ -320,8 +317,7 @@ var settings = []Setting{
 	{Name: GatewayAPIKey, Default: "", ReadBy: Worker, Required: Worker, Unless: GatewayFake,
 		Doc:  "keep it in the environment. Sessions name it `default`; it is only ever sent to this worker's own `gateway.base_url`",
 		Hint: "better in KEEL_GATEWAY_API_KEY", into: func(d *draft) any { return &d.Gateway.APIKey }},
-	{Name: GatewayModel, Default: "", DefaultDoc: "the provider's: `" + contract.DefaultModel(contract.ProviderOpenAI) + "` (openai, openai-responses), `" +
-		contract.DefaultModel(contract.ProviderAnthropic) + "` (anthropic)", ReadBy: Worker | Starter,
+	{Name: GatewayModel, Default: "", DefaultDoc: "the provider's: " + defaultModelsDoc(), ReadBy: Worker | Starter,
 		Flag: "model", FlagIn: Starter, FlagUsage: "model alias",
 		Doc:  "model alias sent to the provider; on `starter run` the flag sets the session's endpoint too",
 		into: func(d *draft) any { return &d.Gateway.Model }},
@@ -460,8 +456,8 @@ var settings = []Setting{
 		Doc: "taken at the deadline", Hint: "abort | retry, taken at the deadline",
 		into: func(d *draft) any { return &d.Escalation.DefaultAction }},
 	{Name: EscalationChannels, Kind: List, Default: []string{}, ReadBy: Worker | Starter,
-		Doc:  "`slack`, `github`, `webhook`; notified in order across the deadline (docs/escalation.md)",
-		Hint: "slack, github, webhook, notified in order across the deadline",
+		Doc:  codeList(contract.Channels) + "; notified in order across the deadline (docs/escalation.md)",
+		Hint: strings.Join(contract.Channels, ", ") + ", notified in order across the deadline",
 		into: func(d *draft) any { return &d.Escalation.Channels }},
 	{Name: EscalationSlackBotToken, Default: "", ReadBy: Worker | SlackBot, Required: SlackBot,
 		Doc:  "the Slack app's bot token (`xoxb-…`): the worker posts notices with it, the bot rewrites them",

@@ -42,20 +42,16 @@ func (e *EndpointError) Error() string {
 	return fmt.Sprintf("this worker cannot serve the session's model endpoint: %s (%s)", e.Msg, e.Setting)
 }
 
-// defaultBaseURLs are the SDKs' own base URLs, which a worker with no gateway.base_url calls.
-var defaultBaseURLs = map[string]string{
-	ProviderOpenAI:          "https://api.openai.com/v1",
-	ProviderOpenAIResponses: "https://api.openai.com/v1",
-	ProviderAnthropic:       "https://api.anthropic.com",
+// defaultBaseURL is the provider's public API (contract.Provider.BaseURL), which a worker with no
+// gateway.base_url calls.
+func defaultBaseURL(provider string) string {
+	p, _ := contract.ProviderNamed(provider)
+	return p.BaseURL
 }
 
-// baseURLFamily groups the providers that share a base URL: OpenAI's two APIs both live under /v1.
-func baseURLFamily(provider string) string {
-	if provider == ProviderOpenAIResponses {
-		return ProviderOpenAI
-	}
-	return provider
-}
+// sameService says two providers are APIs of one service, which share a base URL: OpenAI's two
+// APIs both live under its /v1.
+func sameService(a, b string) bool { return a == b || defaultBaseURL(a) == defaultBaseURL(b) }
 
 // Resolve checks ep against this worker's settings and returns the client configuration that serves
 // it, with the name of the key it sends ("" for none). It does no I/O; New builds the client.
@@ -72,7 +68,7 @@ func (e *Endpoints) Resolve(ep contract.Endpoint) (Config, string, error) {
 		return Config{}, "", err
 	}
 	base := own
-	if ep.BaseURL == "" && baseURLFamily(provider) != baseURLFamily(e.Own.Provider) {
+	if ep.BaseURL == "" && !sameService(provider, e.Own.Provider) {
 		return Config{}, "", &EndpointError{Setting: "starter run --base-url", Msg: fmt.Sprintf(
 			"the session asks for provider %s without a base URL, and this worker's gateway.base_url serves %s", provider, e.Own.Provider)}
 	}
@@ -146,7 +142,7 @@ func (e *Endpoints) names() []string {
 func (e *Endpoints) ownBaseURL() (string, error) {
 	raw := e.Own.BaseURL
 	if raw == "" {
-		raw = defaultBaseURLs[e.Own.Provider]
+		raw = defaultBaseURL(e.Own.Provider)
 	}
 	u, err := contract.NormalizeBaseURL(raw)
 	if err != nil {

@@ -54,7 +54,7 @@ type Provider interface {
 
 // Config selects and configures a provider client.
 type Config struct {
-	// Provider is one of contract.Providers: "openai", "openai-responses" or "anthropic".
+	// Provider is one of contract.Providers.
 	Provider string
 	// BaseURL is the gateway's root: for OpenAI-compatible gateways (both APIs) including /v1
 	// (http://host/v1), for Anthropic without it (http://host).
@@ -73,6 +73,15 @@ type Config struct {
 	NoPromptCache bool
 }
 
+// wires build each provider's client from its configuration, by provider name: the one line a
+// provider's wire code adds here (TestEveryProviderHasAWire); the rest of what Keel knows of a
+// provider is its row in contract.ProviderRows.
+var wires = map[string]func(Config) Provider{
+	ProviderOpenAI:          func(c Config) Provider { return newOpenAI(c) },
+	ProviderOpenAIResponses: func(c Config) Provider { return newResponses(c) },
+	ProviderAnthropic:       func(c Config) Provider { return newAnthropic(c) },
+}
+
 // New builds the provider client that cfg names. The SDKs' own retries are switched off, so
 // retries happen in one layer only (the activity), and no provider environment variable is read:
 // everything comes from cfg.
@@ -80,16 +89,11 @@ func New(cfg Config) (Provider, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{}
 	}
-	switch cfg.Provider {
-	case ProviderOpenAI:
-		return newOpenAI(cfg), nil
-	case ProviderOpenAIResponses:
-		return newResponses(cfg), nil
-	case ProviderAnthropic:
-		return newAnthropic(cfg), nil
-	default:
+	newWire, ok := wires[cfg.Provider]
+	if !ok {
 		return nil, fmt.Errorf("creating gateway client: unknown provider %q (want one of %s)", cfg.Provider, strings.Join(contract.Providers, ", "))
 	}
+	return newWire(cfg), nil
 }
 
 // modelFor picks the request's model, falling back to the configured one.

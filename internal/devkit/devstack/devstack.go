@@ -72,12 +72,11 @@ func (s *Stack) GatewayURL(provider string) string {
 	return FakeGatewayURL(s.Gateway, provider)
 }
 
-// FakeGatewayURL is the base URL for provider's client: OpenAI clients include /v1.
+// FakeGatewayURL is the base URL for provider's client: the fake's root and the provider's API
+// path (contract.Provider.APIPath: OpenAI clients include /v1).
 func FakeGatewayURL(gw *fakegw.Server, provider string) string {
-	if provider == contract.ProviderAnthropic {
-		return gw.BaseURL()
-	}
-	return gw.BaseURL() + "/v1"
+	p, _ := contract.ProviderNamed(provider)
+	return gw.BaseURL() + p.APIPath
 }
 
 // Close stops what this process started.

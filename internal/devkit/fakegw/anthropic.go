@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/keelrun/keel/internal/contract"
 )
 
 // anthropic speaks the Messages API wire format (POST /v1/messages).
 type anthropic struct{}
 
-func (anthropic) name() string                          { return "anthropic" }
+func (anthropic) name() string                          { return contract.ProviderAnthropic }
+func (anthropic) routes() []string                      { return []string{"POST /v1/messages"} }
 func (anthropic) parse(body []byte) (transcript, error) { return parseAnthropic(body) }
 
 // stopReason is the Messages API stop_reason of a reply.

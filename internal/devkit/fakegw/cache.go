@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"sync"
+
+	"github.com/keelrun/keel/internal/contract"
 )
 
 // Prompt caching as the real APIs report it, so what Keel saves is measured, not assumed.
@@ -81,7 +83,7 @@ func (c *promptCache) account(format string, body []byte, total int) cacheUse {
 		}
 	}
 	var use cacheUse
-	if format == "anthropic" {
+	if format == contract.ProviderAnthropic {
 		last := -1
 		for i, u := range units {
 			if u.breakpoint && sums[i] >= minCacheTokens {
@@ -126,7 +128,7 @@ func cacheUnits(format string, body []byte) ([]unit, string) {
 	for _, t := range req.Tools {
 		units = append(units, newUnit(t))
 	}
-	if format != "anthropic" {
+	if format != contract.ProviderAnthropic {
 		// Chat completions: the messages. Responses: the instructions, then the input items.
 		if len(req.Instructions) > 0 && string(req.Instructions) != "null" {
 			units = append(units, newUnit(req.Instructions))

@@ -5,12 +5,17 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/keelrun/keel/internal/contract"
 )
 
 // openAI speaks the chat completions wire format (POST /v1/chat/completions).
 type openAI struct{}
 
-func (openAI) name() string                          { return "openai" }
+func (openAI) name() string { return contract.ProviderOpenAI }
+func (openAI) routes() []string {
+	return []string{"POST /v1/chat/completions", "POST /chat/completions"}
+}
 func (openAI) parse(body []byte) (transcript, error) { return parseOpenAI(body) }
 
 type oaChunk struct {

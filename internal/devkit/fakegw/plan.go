@@ -9,8 +9,10 @@ import (
 
 // wire is one provider's wire format.
 type wire interface {
-	// name is recorded in Record.Format.
+	// name is the provider it fakes (contract.Provider.Name), recorded in Record.Format.
 	name() string
+	// routes are the requests it answers, as http.ServeMux patterns.
+	routes() []string
 	parse(body []byte) (transcript, error)
 	// writeError answers with an HTTP error in the provider's shape.
 	writeError(w http.ResponseWriter, status int, e errorBody)

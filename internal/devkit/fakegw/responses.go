@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/keelrun/keel/internal/contract"
 )
 
 // responsesAPI speaks OpenAI's Responses API wire format (POST /v1/responses). Every reply starts
@@ -15,9 +17,10 @@ import (
 type responsesAPI struct{}
 
 // FormatResponses is Record.Format of a request in the Responses wire format.
-const FormatResponses = "openai-responses"
+const FormatResponses = contract.ProviderOpenAIResponses
 
 func (responsesAPI) name() string                          { return FormatResponses }
+func (responsesAPI) routes() []string                      { return []string{"POST /v1/responses", "POST /responses"} }
 func (responsesAPI) parse(body []byte) (transcript, error) { return parseResponses(body) }
 
 // writeError writes the same error body as chat completions.

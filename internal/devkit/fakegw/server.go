@@ -56,14 +56,17 @@ func New(opts Options) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{opts: opts, log: log, stats: newStats(), cache: newPromptCache(), mux: http.NewServeMux()}
-	s.mux.HandleFunc("POST /v1/chat/completions", s.handle(openAI{}))
-	s.mux.HandleFunc("POST /chat/completions", s.handle(openAI{}))
-	s.mux.HandleFunc("POST /v1/responses", s.handle(responsesAPI{}))
-	s.mux.HandleFunc("POST /responses", s.handle(responsesAPI{}))
-	s.mux.HandleFunc("POST /v1/messages", s.handle(anthropic{}))
+	for _, wf := range formats {
+		for _, route := range wf.routes() {
+			s.mux.HandleFunc(route, s.handle(wf))
+		}
+	}
 	s.mux.HandleFunc("/", notFound)
 	return s
 }
+
+// formats are the wire formats the gateway speaks, one per provider (TestEveryProviderHasAWire).
+var formats = []wire{openAI{}, responsesAPI{}, anthropic{}}
 
 // Handler serves every wire format: OpenAI clients (both APIs) with base URL BaseURL()+"/v1",
 // Anthropic clients with base URL BaseURL().
