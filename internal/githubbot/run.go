@@ -1,0 +1,115 @@
+package githubbot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v84/github"
+	"go.temporal.io/sdk/client"
+)
+
+// DefaultListen is where the bot listens when nothing is configured.
+const DefaultListen = "127.0.0.1:3001"
+
+// RunConfig is everything the bot process needs; loading it is the caller's business.
+type RunConfig struct {
+	Listen string
+	// Secret is the webhook secret; Token the GitHub token the bot reads and replies with.
+	Secret, Token string
+	// BaseURL is GitHub's REST API root; empty means github.com's.
+	BaseURL string
+	Teams   []string
+	// PullRequests takes pull_request events; nil leaves them unhandled.
+	PullRequests PullRequestHandler
+	CallTimeout  time.Duration
+	Logger       *slog.Logger
+	// Dial connects to Temporal the way every Keel program does.
+	Dial func(ctx context.Context) (client.Client, error)
+}
+
+// NewGitHubClient is a go-github client with token on baseURL (empty: api.github.com).
+func NewGitHubClient(baseURL, token string, hc *http.Client) (*github.Client, error) {
+	c := github.NewClient(hc)
+	if token != "" {
+		c = c.WithAuthToken(token)
+	}
+	if baseURL != "" {
+		u, err := url.Parse(strings.TrimRight(baseURL, "/") + "/")
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("the GitHub API URL %q is not a URL like https://HOST/api/v3", baseURL)
+		}
+		c.BaseURL = u
+	}
+	return c, nil
+}
+
+// Run dials Temporal, listens on cfg.Listen and serves the bot until ctx is done.
+func Run(ctx context.Context, cfg RunConfig) error {
+	if cfg.Dial == nil {
+		return errors.New("running the github bot: no way to dial Temporal")
+	}
+	c, err := cfg.Dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	listen := cfg.Listen
+	if listen == "" {
+		listen = DefaultListen
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("listening for github deliveries: %w", err)
+	}
+	return Serve(ctx, cfg, TemporalSessions{Client: c}, ln)
+}
+
+// Serve serves the bot on ln with the given Sessions until ctx is done, then stops taking
+// deliveries and waits for the work on those taken. Tests call it with their own listener.
+func Serve(ctx context.Context, cfg RunConfig, sessions Sessions, ln net.Listener) error {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	gh, err := NewGitHubClient(cfg.BaseURL, cfg.Token, nil)
+	if err == nil {
+		var bot *Bot
+		bot, err = New(Config{Secret: cfg.Secret, GitHub: gh, Sessions: sessions, Teams: cfg.Teams,
+			PullRequests: cfg.PullRequests, CallTimeout: cfg.CallTimeout, Logger: logger})
+		if err == nil {
+			return serve(ctx, bot, ln, logger)
+		}
+	}
+	_ = ln.Close()
+	return err
+}
+
+func serve(ctx context.Context, bot *Bot, ln net.Listener, logger *slog.Logger) error {
+	mux := http.NewServeMux()
+	mux.Handle(WebhookPath, bot)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	logger.Info("github bot listening", "addr", ln.Addr().String(), "path", WebhookPath)
+	select {
+	case err := <-done:
+		bot.Wait()
+		return fmt.Errorf("serving github deliveries: %w", err)
+	case <-ctx.Done():
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := srv.Shutdown(shutCtx)
+	bot.Wait()
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutting down the github bot: %w", err)
+	}
+	return nil
+}
