@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/keelrun/keel/internal/contract"
@@ -83,7 +84,7 @@ func (s *session) validateApproval(d contract.ApprovalDecision) error {
 	case a == nil:
 		return errors.New("no tool call is waiting for approval")
 	case s.decision != nil:
-		return fmt.Errorf("call %s was already decided", a.CallID)
+		return temporal.NewApplicationError(fmt.Sprintf("call %s was already decided", a.CallID), contract.RefusalAlreadyAnswered)
 	case d.CallID != a.CallID:
 		return fmt.Errorf("stale approval: call %q is not the one waiting (%s)", d.CallID, a.CallID)
 	case d.Digest != a.Digest:

@@ -1,12 +1,14 @@
 package workflows_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/jsondur"
@@ -148,6 +150,10 @@ func TestAnswerValidator(t *testing.T) {
 		if assert.Error(t, out.rejected, name) {
 			assert.Contains(t, out.rejected.Error(), want, name)
 		}
+		// Only the answer after the first is typed as already answered (the session client's
+		// ErrAlreadyAnswered); the other refusals are the sender's own mistakes.
+		appErr, typed := errors.AsType[*temporal.ApplicationError](out.rejected)
+		assert.Equal(t, name == "second answer", typed && appErr.Type() == contract.RefusalAlreadyAnswered, "%s: typed as already answered", name)
 	}
 	first := outs["first valid"]
 	require.NotNil(t, first)

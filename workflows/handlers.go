@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/keelrun/keel/internal/contract"
@@ -145,7 +146,8 @@ func (s *session) validateAnswer(a contract.Answer) error {
 	case a.EscalationID != e.ID:
 		return fmt.Errorf("escalation %q is not the pending one (%s)", a.EscalationID, e.ID)
 	case e.Answer != nil:
-		return fmt.Errorf("escalation %s was already answered: %s", e.ID, answerText(e.Answer))
+		// Typed, so a client tells "someone answered first" apart without reading the words.
+		return temporal.NewApplicationError(fmt.Sprintf("escalation %s was already answered: %s", e.ID, answerText(e.Answer)), contract.RefusalAlreadyAnswered)
 	case !slices.Contains(e.Choices, a.Action):
 		return fmt.Errorf("action %q is not one of %v", a.Action, e.Choices)
 	case a.Action == contract.ActionEdit && a.Text == "":

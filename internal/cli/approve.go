@@ -8,10 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
-	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/session"
 )
 
 func approveCmd(g *globals) *cobra.Command {
@@ -30,7 +29,7 @@ func approveCmd(g *globals) *cobra.Command {
 				}
 				if d.CallID == "" || d.Digest == "" {
 					// Name the call the person is looking at: the one waiting now.
-					st, err := escalation.TemporalAnswerer{Client: c}.Status(ctx, args[0])
+					st, err := session.Client{Temporal: c}.Status(ctx, args[0])
 					if err != nil {
 						return err
 					}
@@ -40,7 +39,7 @@ func approveCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(g.stdout, "%s %s\n", st.Approval.Tool, st.Approval.Arguments)
 					d.CallID, d.Digest = orDefault(d.CallID, st.Approval.CallID), orDefault(d.Digest, st.Approval.Digest)
 				}
-				res, err := approveCall(ctx, c, args[0], d)
+				res, err := approveCall(ctx, session.Client{Temporal: c}, args[0], d)
 				return report(g, res, err)
 			})
 		},
@@ -50,27 +49,16 @@ func approveCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// approveCall sends the approve_call update; a refusal by the validator is a result, not an error.
-// Unlike the Slack bot (escalation.TemporalAnswerer.Approve), it sends no update ID: a person who
-// runs the command again after the call was decided is told the approval is stale, rather than
-// being handed the first result as if it were new.
-func approveCall(ctx context.Context, c client.Client, workflowID string, d contract.ApprovalDecision) (contract.AnswerResult, error) {
-	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: workflowID, UpdateName: contract.UpdateApproveCall, Args: []any{d},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err != nil {
-		return contract.AnswerResult{}, fmt.Errorf("sending the approval to %s: %w", workflowID, err)
+// approveCall sends the approve_call update; a refusal by the session is a result, not an error.
+// Unlike the Slack bot, it sends a new update each time (session.Client.ApproveNew): a person who
+// runs the command again after the call was decided is told so, rather than being handed the
+// first result as if it were new.
+func approveCall(ctx context.Context, c session.Client, workflowID string, d contract.ApprovalDecision) (contract.AnswerResult, error) {
+	res, err := c.ApproveNew(ctx, workflowID, d)
+	if r, ok := errors.AsType[*session.RefusedError](err); ok {
+		return contract.AnswerResult{Message: "refused: " + r.Message}, nil
 	}
-	var res contract.AnswerResult
-	if err := h.Get(ctx, &res); err != nil {
-		var app *temporal.ApplicationError
-		if errors.As(err, &app) {
-			return contract.AnswerResult{Message: "refused: " + app.Message()}, nil
-		}
-		return res, fmt.Errorf("waiting for the approval of %s: %w", workflowID, err)
-	}
-	return res, nil
+	return res, err
 }
 
 // offerApproval shows a newly waiting call once: a y/n prompt at a terminal, the command otherwise.

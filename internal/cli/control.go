@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/keelrun/keel/internal/app"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/session"
 )
 
 // withClient loads the configuration, connects, and runs f.
@@ -45,7 +47,7 @@ func cancelCmd(g *globals) *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
-				err := escalation.TemporalAnswerer{Client: c}.Cancel(ctx, args[0], contract.CancelRequest{Reason: reason, By: currentUser()})
+				err := session.Client{Temporal: c}.Cancel(ctx, args[0], contract.CancelRequest{Reason: reason, By: currentUser()})
 				if err != nil {
 					return err
 				}
@@ -74,7 +76,7 @@ func answerCmd(g *globals) *cobra.Command {
 				return usageErr("edit needs --text (corrected arguments or an instruction for the model)")
 			}
 			return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
-				res, err := answerSession(ctx, c, args[0], contract.Answer{
+				res, err := answerSession(ctx, session.Client{Temporal: c}, args[0], contract.Answer{
 					EscalationID: args[1], Action: action, Text: text, By: currentUser(), Via: "cli",
 				})
 				return report(g, res, err)
@@ -97,19 +99,25 @@ func report(g *globals, res contract.AnswerResult, err error) error {
 	return nil
 }
 
-// answerSession sends an answer as the session's update and reports whether it was accepted.
-func answerSession(ctx context.Context, c client.Client, workflowID string, a contract.Answer) (contract.AnswerResult, error) {
-	res, err := escalation.TemporalAnswerer{Client: c}.Answer(ctx, workflowID, a)
-	if err != nil && strings.Contains(err.Error(), "already completed") {
-		return contract.AnswerResult{Message: fmt.Sprintf("refused: session %s has already ended; escalation %s can no longer be answered", workflowID, a.EscalationID)}, nil
+// answerSession sends an answer as the session's update and reports whether it was accepted: a
+// refusal, or a session that has ended, is a result that is not accepted.
+func answerSession(ctx context.Context, c session.Client, workflowID string, a contract.Answer) (contract.AnswerResult, error) {
+	res, err := c.Answer(ctx, workflowID, a)
+	return refusedAnswer(res, err, func() string {
+		return fmt.Sprintf("session %s has already ended; escalation %s can no longer be answered", workflowID, a.EscalationID)
+	})
+}
+
+// refusedAnswer turns a session's refusal, or its having ended (in the words ended gives), into a
+// result that is not accepted, saying "refused: " and why.
+func refusedAnswer(res contract.AnswerResult, err error, ended func() string) (contract.AnswerResult, error) {
+	if r, ok := errors.AsType[*session.RefusedError](err); ok {
+		return contract.AnswerResult{Message: "refused: " + r.Message}, nil
 	}
-	if err != nil {
-		return res, err
+	if errors.Is(err, session.ErrEnded) {
+		return contract.AnswerResult{Message: "refused: " + ended()}, nil
 	}
-	if !res.Accepted && res.Message != "" {
-		res.Message = "refused: " + res.Message
-	}
-	return res, nil
+	return res, err
 }
 
 func escalationsCmd(g *globals) *cobra.Command {
@@ -124,12 +132,12 @@ func escalationsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
-				pending, err := escalation.TemporalAnswerer{Client: c}.Pending(ctx)
+				pending, err := session.Client{Temporal: c}.Pending(ctx)
 				if err != nil {
 					return err
 				}
 				for _, s := range pending {
-					if e := s.Status.Escalation; e != nil && e.Answer == nil && len(e.Choices) > 0 {
+					if e := s.Status.Escalation; session.AwaitsAnswer(e) {
 						printEscalation(p, g, *e)
 					}
 					if a := s.Status.Approval; a != nil {
@@ -205,15 +213,17 @@ func sendSay(g *globals, cmd *cobra.Command, workflowID, text string, interrupt 
 		return usageErr("the message is %d bytes; the most a message may have is %d", len(text), contract.MaxSayBytes)
 	}
 	return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
-		res, err := escalation.TemporalAnswerer{Client: c}.Say(ctx, workflowID, contract.Say{Text: text, By: currentUser(), Via: "cli", Interrupt: interrupt})
-		if err != nil && strings.Contains(err.Error(), "already completed") {
-			res, err = contract.SayResult{Message: fmt.Sprintf("session %s has already ended", workflowID)}, nil
-		}
-		if err != nil {
+		res, err := session.Client{Temporal: c}.Say(ctx, workflowID, contract.Say{Text: text, By: currentUser(), Via: "cli", Interrupt: interrupt})
+		refused := ""
+		if r, ok := errors.AsType[*session.RefusedError](err); ok {
+			refused = r.Message
+		} else if errors.Is(err, session.ErrEnded) {
+			refused = fmt.Sprintf("session %s has already ended", workflowID)
+		} else if err != nil {
 			return err
 		}
-		if !res.Accepted {
-			fmt.Fprintln(g.stdout, "refused: "+res.Message)
+		if refused != "" {
+			fmt.Fprintln(g.stdout, "refused: "+refused)
 			return &exitError{code: ExitFailure}
 		}
 		fmt.Fprintln(g.stdout, res.Message)

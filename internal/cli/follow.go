@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/events"
+	"github.com/keelrun/keel/internal/session"
 )
 
 // Each status query is a billed Temporal action, so a follower learns of session-level events
@@ -41,7 +43,7 @@ const secondKeyGrace = 500 * time.Millisecond
 
 // follower shows one session until it ends and turns the user's keys into signals and answers.
 type follower struct {
-	c           client.Client
+	c           session.Client
 	workflowID  string
 	p           printer
 	sink        *events.Sink
@@ -195,12 +197,8 @@ func (f *follower) leftBehind(ctx context.Context) string {
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		// A job started earlier by another starter runs on that starter's queue: leave it alone.
-		d, err := f.c.DescribeWorkflow(tctx, f.workflowID, "")
-		if err == nil && d.RawResponse.GetExecutionConfig().GetTaskQueue().GetName() == f.ownQueue {
-			err = f.c.TerminateWorkflow(tctx, f.workflowID, "", "its starter left before the cancel finished, and its only worker ran in that starter")
-			if err == nil {
-				return fmt.Sprintf("session %s is terminated, since its only worker runs in this starter and stops with it", f.workflowID)
-			}
+		if done, _ := f.c.TerminateOnQueue(tctx, f.workflowID, f.ownQueue, "its starter left before the cancel finished, and its only worker ran in that starter"); done {
+			return fmt.Sprintf("session %s is terminated, since its only worker runs in this starter and stops with it", f.workflowID)
 		}
 	}
 	return fmt.Sprintf("session %s may still be cancelling (it ends once a worker takes the cancel): `starter watch %s` shows how it ends", f.workflowID, f.workflowID)
@@ -312,12 +310,8 @@ func (f *follower) showStep(ctx context.Context) {
 	}
 	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	val, err := f.c.QueryWorkflow(qctx, contract.TurnWorkflowID(f.workflowID, f.running), "", contract.QueryTurnStep)
-	if err != nil {
-		return
-	}
-	var step contract.TurnStep
-	if val.Get(&step) != nil || step.Since.IsZero() {
+	step, err := f.c.TurnStep(qctx, f.workflowID, f.running)
+	if err != nil || step.Since.IsZero() {
 		return
 	}
 	f.turn = step.Turn
@@ -352,8 +346,8 @@ func (f *follower) settleInFlight(ctx context.Context, e *contract.Event, ended 
 		}
 		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		var tr contract.Transcript
-		if val, err := f.c.QueryWorkflow(qctx, f.workflowID, "", contract.QueryTranscript); err != nil || val.Get(&tr) != nil {
+		tr, err := f.c.Transcript(qctx, f.workflowID)
+		if err != nil {
 			return nil
 		}
 		return tr.Pending
@@ -401,12 +395,8 @@ func (f *follower) pollStatus(ctx context.Context) {
 	f.nextPoll = time.Now().Add(f.quiet)
 	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	val, err := f.c.QueryWorkflow(qctx, f.workflowID, "", contract.QueryStatus)
+	st, err := f.c.LiveStatus(qctx, f.workflowID)
 	if err != nil {
-		return
-	}
-	var st contract.SessionStatus
-	if val.Get(&st) != nil {
 		return
 	}
 	f.apply(st)
@@ -461,8 +451,8 @@ func (f *follower) cancel(ctx context.Context, reason, second string) {
 	f.p.info(fmt.Sprintf("cancelling: %s; waiting up to %s for %s; %s leaves now", reason, seconds(CancelWait), f.settling(), second))
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := f.c.SignalWorkflow(sctx, f.workflowID, "", contract.SignalCancel, contract.CancelRequest{Reason: reason, By: "terminal"}); err != nil {
-		f.p.info("could not send the cancel signal: " + err.Error())
+	if err := f.c.Cancel(sctx, f.workflowID, contract.CancelRequest{Reason: reason, By: "terminal"}); err != nil {
+		f.p.info("could not send the cancel signal: " + errors.Unwrap(err).Error())
 	}
 }
 

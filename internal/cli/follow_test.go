@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/session"
 )
 
 // countingClient counts status queries; nothing else of the client is used by live.
@@ -55,7 +56,7 @@ func TestFollowerQueriesOnlyWhenTheSinkIsQuiet(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := &follower{c: cc, workflowID: "w", p: p, prog: newProgress(time.Now())}
+			f := &follower{c: session.Client{Temporal: cc}, workflowID: "w", p: p, prog: newProgress(time.Now())}
 			for _, e := range c.events {
 				f.live(context.Background(), e)
 			}
@@ -78,7 +79,7 @@ func TestQueriesBackOffWhileQuiet(t *testing.T) {
 		t.Fatal(err)
 	}
 	cc := &countingClient{}
-	f := &follower{c: cc, workflowID: "w", p: p, prog: newProgress(time.Now())}
+	f := &follower{c: session.Client{Temporal: cc}, workflowID: "w", p: p, prog: newProgress(time.Now())}
 	f.heard(time.Now(), false)
 	var waits []time.Duration
 	for range 6 {
@@ -135,7 +136,7 @@ func TestInFlightCallGetsItsResult(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := &follower{c: cc, workflowID: "w", p: p, prog: newProgress(time.Now()), turn: 1}
+			f := &follower{c: session.Client{Temporal: cc}, workflowID: "w", p: p, prog: newProgress(time.Now()), turn: 1}
 			in := call
 			f.inFlight = &in
 			f.settleInFlight(context.Background(), &c.next, nil)

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
+	"github.com/keelrun/keel/internal/session"
 )
 
 // TestArgumentErrorsShowUsage: a command called with the wrong arguments or an unknown flag says
@@ -108,7 +108,7 @@ func TestSwallowSecondKey(t *testing.T) {
 // thousands separators, today's starts as a clock time, and "-" for a session nobody is waited on.
 func TestListRows(t *testing.T) {
 	now := time.Date(2026, 3, 4, 15, 0, 0, 0, time.Local)
-	rows := []escalation.SessionRow{
+	rows := []session.Row{
 		{WorkflowID: "keel-run-a", Status: "waiting", Task: strings.Repeat("fix the failing test ", 5), Turns: 3, Tokens: 12345,
 			Started: now.Add(-time.Hour), Waiting: "approval of run_command (call c1)"},
 		{WorkflowID: "keel-demo-b", Status: "completed", Task: "short", Turns: 6, Tokens: 964, Started: now.AddDate(0, 0, -2)},

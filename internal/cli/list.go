@@ -15,6 +15,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/keelrun/keel/escalation"
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/session"
 )
 
 // listTaskWidth is how much of a session's task a listing row shows.
@@ -29,8 +31,8 @@ func listCmd(g *globals) *cobra.Command {
 		Example: "  starter list\n  starter list --status waiting\n  starter list --status failed --limit 5 -o jsonl",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if status != "" && !slices.Contains(escalation.ListStatuses, status) {
-				return usageErr("--status %q is not one of %s", status, strings.Join(escalation.ListStatuses, ", "))
+			if status != "" && !slices.Contains(session.ListStatuses, status) {
+				return usageErr("--status %q is not one of %s", status, strings.Join(session.ListStatuses, ", "))
 			}
 			if limit < 1 {
 				return usageErr("--limit must be 1 or more")
@@ -39,7 +41,7 @@ func listCmd(g *globals) *cobra.Command {
 				return usageErr("--output %q is not one of text, jsonl", output)
 			}
 			return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
-				rows, err := escalation.TemporalAnswerer{Client: c}.Sessions(ctx, status, limit)
+				rows, err := listSessions(ctx, session.Client{Temporal: c}, status, limit)
 				if err != nil {
 					return err
 				}
@@ -51,14 +53,32 @@ func listCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&status, "status", "", "only sessions with this status: "+strings.Join(escalation.ListStatuses, ", "))
+	cmd.Flags().StringVar(&status, "status", "", "only sessions with this status: "+strings.Join(session.ListStatuses, ", "))
 	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many sessions, running ones first, then the most recently ended")
 	outputFlag(cmd, &output)
 	return cmd
 }
 
+// listSessions lists the sessions and says what each waiting one waits on a person for, one
+// status query each.
+func listSessions(ctx context.Context, c session.Client, status string, limit int) ([]session.Row, error) {
+	rows, err := c.List(ctx, status, limit)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range rows {
+		if r.Status != contract.StatusWaiting {
+			continue
+		}
+		if st, err := c.Status(ctx, r.WorkflowID); err == nil {
+			rows[i].Waiting = escalation.WaitingOn(st)
+		}
+	}
+	return rows, nil
+}
+
 // printRowsJSONL prints one JSON object per session.
-func printRowsJSONL(w io.Writer, rows []escalation.SessionRow) error {
+func printRowsJSONL(w io.Writer, rows []session.Row) error {
 	enc := json.NewEncoder(w)
 	for _, r := range rows {
 		r.Started = r.Started.UTC()
@@ -70,7 +90,7 @@ func printRowsJSONL(w io.Writer, rows []escalation.SessionRow) error {
 }
 
 // printRows prints the sessions as a table for people; "-" stands for nobody waited on.
-func printRows(w io.Writer, rows []escalation.SessionRow, now time.Time) {
+func printRows(w io.Writer, rows []session.Row, now time.Time) {
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "no sessions")
 		return

@@ -4,20 +4,18 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/jsondur"
+	"github.com/keelrun/keel/internal/session"
+	"github.com/keelrun/keel/internal/textfmt"
 )
 
 // sessionSpec is what the demo and run commands start.
@@ -50,30 +48,17 @@ func startSession(ctx context.Context, c client.Client, cfg config.Config, spec 
 
 	in := sessionInput(cfg, spec)
 	in.Sinks = []string{sink.URL()}
-	opts := client.StartWorkflowOptions{
-		ID:                       spec.workflowID,
-		TaskQueue:                cfg.Temporal.TaskQueue,
-		StaticSummary:            clip(spec.task, 200),
-		StaticDetails:            staticDetails(in),
-		Memo:                     map[string]any{escalation.TaskMemo: clip(spec.task, 200)},
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		TypedSearchAttributes:    contract.StartSearchAttributes(in),
+	sc := session.Client{Temporal: c}
+	run, ran, err := sc.Start(ctx, session.Start{
+		ID: spec.workflowID, TaskQueue: cfg.Temporal.TaskQueue, Task: clip(spec.task, 200), Details: staticDetails(in),
+		Input: in, Job: spec.job, Sink: sink.URL(),
+	})
+	if err != nil {
+		return contract.Summary{}, err
 	}
-	if spec.job {
-		opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
-	}
-	run, err := c.ExecuteWorkflow(ctx, opts, contract.SessionWorkflow, in)
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	switch {
-	case errors.As(err, &started) && spec.job:
+	if ran {
 		// The job already ran: return that run's result instead of running it twice.
-		run = c.GetWorkflow(ctx, spec.workflowID, "")
 		p.info(fmt.Sprintf("job %s already ran; its result follows", spec.workflowID))
-	case err != nil:
-		return contract.Summary{}, fmt.Errorf("starting the session: %w", err)
-	default:
-		// A second starter of the same running job attaches to it: ask for its live events too.
-		_ = c.SignalWorkflow(ctx, run.GetID(), "", contract.SignalAttachSink, contract.AttachSink{URL: sink.URL()})
 	}
 	if link := uiLink(cfg, run.GetID()); link != "" {
 		p.info(fmt.Sprintf("session %s started; Web UI: %s", run.GetID(), link))
@@ -83,7 +68,7 @@ func startSession(ctx context.Context, c client.Client, cfg config.Config, spec 
 	wctx, stopWarn := context.WithCancel(ctx)
 	defer stopWarn()
 	go warnNoWorker(wctx, c, cfg, p)
-	f := &follower{c: c, workflowID: run.GetID(), p: p, sink: sink, interactive: spec.output == "text" && stdinIsTerminal()}
+	f := &follower{c: sc, workflowID: run.GetID(), p: p, sink: sink, interactive: spec.output == "text" && stdinIsTerminal()}
 	if spec.ownWorker {
 		f.ownQueue = cfg.Temporal.TaskQueue
 	}
@@ -170,13 +155,8 @@ func newWorkflowID(kind string) string {
 	return fmt.Sprintf("keel-%s-%s-%s", kind, time.Now().UTC().Format("20060102-150405"), hex.EncodeToString(b))
 }
 
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
-}
+// clip puts s on one line, at most n bytes long.
+func clip(s string, n int) string { return textfmt.Clip(s, n) }
 
 // workerCheckAfter is how long a new session may wait before the starter checks that some worker
 // polls its task queue.

@@ -15,11 +15,11 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/app"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/events"
+	"github.com/keelrun/keel/internal/session"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tools/snapshot"
 )
@@ -39,7 +39,8 @@ func watchCmd(g *globals) *cobra.Command {
 			return withStore(g, cmd, func(ctx context.Context, cfg config.Config, c client.Client, st store.Store) error {
 				wid := args[0]
 				nameSession(p, wid)
-				if sum, ended, err := (escalation.TemporalAnswerer{Client: c}).Ended(ctx, wid); err != nil {
+				sc := session.Client{Temporal: c}
+				if sum, ended, err := sc.Ended(ctx, wid); err != nil {
 					return err
 				} else if ended {
 					return showEnded(ctx, st, sum, p)
@@ -56,11 +57,11 @@ func watchCmd(g *globals) *cobra.Command {
 					return err
 				}
 				defer func() { _ = sink.Close() }()
-				if err := c.SignalWorkflow(ctx, wid, "", contract.SignalAttachSink, contract.AttachSink{URL: sink.URL()}); err != nil {
+				if err := sc.AttachSink(ctx, wid, sink.URL()); err != nil {
 					p.info("the session is not running; its transcript is above")
 				}
-				f := &follower{c: c, workflowID: wid, p: p, sink: sink, interactive: output == "text" && stdinIsTerminal(), attached: true}
-				sum, err := f.follow(ctx, c.GetWorkflow(ctx, wid, ""))
+				f := &follower{c: sc, workflowID: wid, p: p, sink: sink, interactive: output == "text" && stdinIsTerminal(), attached: true}
+				sum, err := f.follow(ctx, sc.Run(ctx, wid))
 				if err != nil {
 					return err
 				}
@@ -169,16 +170,13 @@ func showEnded(ctx context.Context, st store.Store, sum contract.Summary, p prin
 // readTranscript is a session's whole transcript: what the store holds, then what is pending. An
 // ended session's comes from its result, a running one's from a query.
 func readTranscript(ctx context.Context, c client.Client, st store.Store, wid string) ([]contract.Message, error) {
-	if sum, ended, err := (escalation.TemporalAnswerer{Client: c}).Ended(ctx, wid); err == nil && ended && sum.Transcript != nil {
+	sc := session.Client{Temporal: c}
+	if sum, ended, err := sc.Ended(ctx, wid); err == nil && ended && sum.Transcript != nil {
 		return loadTranscript(ctx, st, wid, *sum.Transcript)
 	}
-	v, err := c.QueryWorkflow(ctx, wid, "", contract.QueryTranscript)
+	tr, err := sc.Transcript(ctx, wid)
 	if err != nil {
-		return nil, fmt.Errorf("querying the transcript of %s: %w", wid, err)
-	}
-	var tr contract.Transcript
-	if err := v.Get(&tr); err != nil {
-		return nil, fmt.Errorf("decoding the transcript of %s: %w", wid, err)
+		return nil, err
 	}
 	return loadTranscript(ctx, st, wid, tr)
 }

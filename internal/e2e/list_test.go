@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/session"
 )
 
 // starterOut runs a starter command to the end and returns its exit status and output.
@@ -25,15 +25,15 @@ func starterOut(t *testing.T, environ []string, args ...string) (int, string) {
 
 // listed reads `starter list -o jsonl` and returns the rows by workflow ID, failing on a row that
 // is not a session or a session listed twice.
-func listed(t *testing.T, environ []string, args ...string) map[string]escalation.SessionRow {
+func listed(t *testing.T, environ []string, args ...string) map[string]session.Row {
 	t.Helper()
 	code, out := starterOut(t, environ, append([]string{"list", "-o", "jsonl"}, args...)...)
 	if code != 0 {
 		t.Fatalf("starter list: exit %d\n%s", code, out)
 	}
-	rows := map[string]escalation.SessionRow{}
+	rows := map[string]session.Row{}
 	for _, l := range nonEmptyLines(out) {
-		var r escalation.SessionRow
+		var r session.Row
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatalf("a listing line that is not a row: %q", l)
 		}

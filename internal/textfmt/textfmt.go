@@ -6,6 +6,7 @@ package textfmt
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -58,4 +59,14 @@ func EditDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// Clip puts s on one line (runs of white space become one space) and shortens it to n bytes,
+// ending in "..." when it was longer.
+func Clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
 }

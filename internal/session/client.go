@@ -1,0 +1,261 @@
+// Package session is the client side of an AgentSession: starting one, asking where it is, and
+// sending it answers, approval decisions, messages and the cancel, for the starter and the bots
+// alike. Failures a caller acts on are typed: ErrNotFound, ErrEnded, ErrAlreadyAnswered and
+// RefusedError, checked with errors.Is and errors.As, never by the server's wording.
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/keelrun/keel/internal/contract"
+)
+
+// Client talks to sessions through a Temporal client. The zero value is not usable; Temporal is
+// required.
+type Client struct {
+	Temporal client.Client
+}
+
+// Start is what Start needs to start a session.
+type Start struct {
+	ID        string
+	TaskQueue string
+	// Task labels the session: its summary in the Web UI and the task a listing shows.
+	Task string
+	// Details is the session's details in the Web UI (markdown).
+	Details string
+	Input   contract.SessionInput
+	// Job says the ID comes from a job key: a job that already ran is not run again.
+	Job bool
+	// Sink is the live event sink to attach when the session was running already.
+	Sink string
+}
+
+// Start starts a session, or attaches to the running one with the same ID (asking it for live
+// events on s.Sink too). For a job that already ran, ran is true and run is that run, whose
+// result says how it ended.
+func (c Client) Start(ctx context.Context, s Start) (run client.WorkflowRun, ran bool, err error) {
+	opts := client.StartWorkflowOptions{
+		ID:                       s.ID,
+		TaskQueue:                s.TaskQueue,
+		StaticSummary:            s.Task,
+		StaticDetails:            s.Details,
+		Memo:                     map[string]any{taskMemo: s.Task},
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    contract.StartSearchAttributes(s.Input),
+	}
+	if s.Job {
+		opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
+	}
+	run, err = c.Temporal.ExecuteWorkflow(ctx, opts, contract.SessionWorkflow, s.Input)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	switch {
+	case errors.As(err, &started) && s.Job:
+		return c.Temporal.GetWorkflow(ctx, s.ID, ""), true, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("starting the session: %w", err)
+	}
+	if s.Sink != "" {
+		// A second starter of the same running job attaches to it: ask for its live events too.
+		_ = c.AttachSink(ctx, run.GetID(), s.Sink)
+	}
+	return run, false, nil
+}
+
+// Run is the handle of a session's current run, whose Get waits for its end.
+func (c Client) Run(ctx context.Context, workflowID string) client.WorkflowRun {
+	return c.Temporal.GetWorkflow(ctx, workflowID, "")
+}
+
+// AttachSink asks a running session to post its live events to url as well.
+func (c Client) AttachSink(ctx context.Context, workflowID, url string) error {
+	if err := c.Temporal.SignalWorkflow(ctx, workflowID, "", contract.SignalAttachSink, contract.AttachSink{URL: url}); err != nil {
+		return fmt.Errorf("attaching a sink to %s: %w", workflowID, c.classify(ctx, workflowID, err))
+	}
+	return nil
+}
+
+// Answer sends the answer as the session's update and waits for its outcome, so the sender learns
+// whether it won. The update ID is derived from the escalation, the action, the text and the
+// person, so a repeated delivery of the same answer (a redelivered click, a bot restart) is
+// deduplicated by the server instead of being applied twice. A session that rejects the answer
+// returns a *RefusedError (errors.Is ErrAlreadyAnswered when someone answered first); one that
+// has ended, ErrEnded.
+func (c Client) Answer(ctx context.Context, workflowID string, a contract.Answer) (contract.AnswerResult, error) {
+	return c.update(ctx, workflowID, "answer", client.UpdateWorkflowOptions{
+		UpdateID: answerUpdateID(a), UpdateName: contract.UpdateAnswerEscalation, Args: []any{a},
+	})
+}
+
+// Approve sends the approve_call update and waits for its outcome. The session accepts only a
+// decision on the call waiting right now, with the digest of its exact arguments, and only once;
+// anything else is a *RefusedError with the reason. The update ID is derived from the decision, so
+// the same decision delivered twice (a redelivered click) is one update.
+func (c Client) Approve(ctx context.Context, workflowID string, d contract.ApprovalDecision) (contract.AnswerResult, error) {
+	return c.update(ctx, workflowID, "approval", client.UpdateWorkflowOptions{
+		UpdateID: approveUpdateID(d), UpdateName: contract.UpdateApproveCall, Args: []any{d},
+	})
+}
+
+// ApproveNew is Approve without the derived update ID: a person who sends the decision again after
+// the call was decided is told so, rather than handed the first result as if it were new.
+func (c Client) ApproveNew(ctx context.Context, workflowID string, d contract.ApprovalDecision) (contract.AnswerResult, error) {
+	return c.update(ctx, workflowID, "approval", client.UpdateWorkflowOptions{UpdateName: contract.UpdateApproveCall, Args: []any{d}})
+}
+
+// update sends one update that returns an AnswerResult and waits for its outcome.
+func (c Client) update(ctx context.Context, workflowID, what string, opts client.UpdateWorkflowOptions) (contract.AnswerResult, error) {
+	opts.WorkflowID, opts.WaitForStage = workflowID, client.WorkflowUpdateStageCompleted
+	h, err := c.Temporal.UpdateWorkflow(ctx, opts)
+	if err != nil {
+		return contract.AnswerResult{}, fmt.Errorf("sending the %s update to %s: %w", what, workflowID, c.classify(ctx, workflowID, err))
+	}
+	var res contract.AnswerResult
+	if err := h.Get(ctx, &res); err != nil {
+		if r := refusal(err); r != nil {
+			return contract.AnswerResult{}, r
+		}
+		return contract.AnswerResult{}, fmt.Errorf("waiting for the %s update of %s: %w", what, workflowID, c.classify(ctx, workflowID, err))
+	}
+	return res, nil
+}
+
+// Cancel sends the cancel signal: the session stops its work and ends as cancelled.
+func (c Client) Cancel(ctx context.Context, workflowID string, req contract.CancelRequest) error {
+	if err := c.Temporal.SignalWorkflow(ctx, workflowID, "", contract.SignalCancel, req); err != nil {
+		return fmt.Errorf("sending the cancel signal to %s: %w", workflowID, c.classify(ctx, workflowID, err))
+	}
+	return nil
+}
+
+// Say sends a person's message as the session's say update and waits until the session took it.
+// A refusal (the text is empty or too long, the session is ending) is a *RefusedError; a session
+// that has ended, ErrEnded. The SDK gives the update one ID for all its own retries, so the message
+// is added once.
+func (c Client) Say(ctx context.Context, workflowID string, m contract.Say) (contract.SayResult, error) {
+	h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   workflowID,
+		UpdateName:   contract.UpdateSay,
+		Args:         []any{m},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return contract.SayResult{}, fmt.Errorf("sending the say update to %s: %w", workflowID, c.classify(ctx, workflowID, err))
+	}
+	var res contract.SayResult
+	if err := h.Get(ctx, &res); err != nil {
+		if r := refusal(err); r != nil {
+			return contract.SayResult{}, r
+		}
+		return contract.SayResult{}, fmt.Errorf("waiting for the say update of %s: %w", workflowID, c.classify(ctx, workflowID, err))
+	}
+	if !res.Accepted {
+		return contract.SayResult{}, &RefusedError{Message: res.Message}
+	}
+	return res, nil
+}
+
+// Status asks the session where it is. A session that has ended is read from its history, so no
+// worker needs to run to say how it ended.
+func (c Client) Status(ctx context.Context, workflowID string) (contract.SessionStatus, error) {
+	if sum, ended, err := c.Ended(ctx, workflowID); err != nil {
+		return contract.SessionStatus{}, err
+	} else if ended {
+		return contract.SessionStatus{
+			Status: sum.Status, Turn: sum.Turns, Usage: sum.Usage, Events: sum.Events,
+			Counters: contract.Counters{ToolCalls: sum.ToolCalls, BlockedCalls: sum.BlockedCalls, GatewayCalls: sum.GatewayCalls, GatewayAttempts: sum.GatewayAttempts},
+		}, nil
+	}
+	return c.LiveStatus(ctx, workflowID)
+}
+
+// LiveStatus queries a running session's status (one billed action, and a worker must answer).
+func (c Client) LiveStatus(ctx context.Context, workflowID string) (contract.SessionStatus, error) {
+	var st contract.SessionStatus
+	err := c.query(ctx, workflowID, contract.QueryStatus, "the status", &st)
+	return st, err
+}
+
+// Transcript queries a running session's transcript head and the messages not stored yet.
+func (c Client) Transcript(ctx context.Context, workflowID string) (contract.Transcript, error) {
+	var tr contract.Transcript
+	err := c.query(ctx, workflowID, contract.QueryTranscript, "the transcript", &tr)
+	return tr, err
+}
+
+// TurnStep asks the session's turn what it runs now (its model call or a tool call).
+func (c Client) TurnStep(ctx context.Context, workflowID string, turn int) (contract.TurnStep, error) {
+	var step contract.TurnStep
+	err := c.query(ctx, contract.TurnWorkflowID(workflowID, turn), contract.QueryTurnStep, "the step", &step)
+	return step, err
+}
+
+// query runs one query and decodes its answer into out.
+func (c Client) query(ctx context.Context, workflowID, name, what string, out any) error {
+	v, err := c.Temporal.QueryWorkflow(ctx, workflowID, "", name)
+	if err != nil {
+		return fmt.Errorf("querying %s of %s: %w", what, workflowID, c.classify(ctx, workflowID, err))
+	}
+	if err := v.Get(out); err != nil {
+		return fmt.Errorf("decoding %s of %s: %w", what, workflowID, err)
+	}
+	return nil
+}
+
+// Ended reads how a session ended from its history, with no worker involved; ended is false while
+// it runs. A session terminated or timed out by Temporal has no summary and is an error naming that.
+func (c Client) Ended(ctx context.Context, workflowID string) (sum contract.Summary, ended bool, err error) {
+	d, err := c.Temporal.DescribeWorkflow(ctx, workflowID, "")
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			err = &kindError{kind: ErrNotFound, err: err}
+		}
+		return sum, false, fmt.Errorf("querying the status of %s: %w", workflowID, err)
+	}
+	status := d.RawResponse.GetWorkflowExecutionInfo().GetStatus()
+	if status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return sum, false, nil
+	}
+	err = c.Temporal.GetWorkflow(ctx, workflowID, "").Get(ctx, &sum)
+	if s, ok := contract.EndedSummary(err); ok {
+		return s, true, nil
+	}
+	if err != nil {
+		return sum, true, fmt.Errorf("session %s ended %s without a summary: %w", workflowID, status, err)
+	}
+	return sum, true, nil
+}
+
+// TerminateOnQueue terminates the session when its current run is on taskQueue, and says whether
+// it did. A starter whose own worker is the only one on that queue uses it before it leaves: the
+// session would otherwise wait forever.
+func (c Client) TerminateOnQueue(ctx context.Context, workflowID, taskQueue, reason string) (bool, error) {
+	d, err := c.Temporal.DescribeWorkflow(ctx, workflowID, "")
+	if err != nil {
+		return false, fmt.Errorf("describing %s: %w", workflowID, err)
+	}
+	if d.RawResponse.GetExecutionConfig().GetTaskQueue().GetName() != taskQueue {
+		return false, nil
+	}
+	if err := c.Temporal.TerminateWorkflow(ctx, workflowID, "", reason); err != nil {
+		return false, fmt.Errorf("terminating %s: %w", workflowID, c.classify(ctx, workflowID, err))
+	}
+	return true, nil
+}
+
+// answerUpdateID names an answer so that the same answer sent twice is one update.
+func answerUpdateID(a contract.Answer) string {
+	return "answer/" + a.EscalationID + "/" + contract.Digest(a.Action + "\x00" + a.Text + "\x00" + a.By)[:16]
+}
+
+// approveUpdateID names a decision so that the same decision sent twice is one update.
+func approveUpdateID(d contract.ApprovalDecision) string {
+	return "approve/" + d.CallID + "/" + contract.Digest(fmt.Sprintf("%s\x00%t\x00%s", d.Digest, d.Approve, d.By))[:16]
+}
