@@ -204,6 +204,10 @@ type GitHub struct {
 	BaseURL string
 	Repo    string
 	PR      int
+	// WebhookSecret, Listen and Teams configure the GitHub bot.
+	WebhookSecret string
+	Listen        string
+	Teams         []string
 }
 
 // Webhook configures the signed webhook channel.

@@ -27,6 +27,9 @@ const (
 	Starter
 	// SlackBot is the Slack bot, which turns button clicks into answers and calls no model.
 	SlackBot
+	// GitHubBot is the GitHub bot, which takes webhook deliveries (pull request comments and
+	// events) and calls no model.
+	GitHubBot
 )
 
 // programNames name each Program in the docs and in messages.
@@ -37,6 +40,7 @@ var programNames = []struct {
 	{Worker, "worker", "to call the model"},
 	{Starter, "starter", "by the starter"},
 	{SlackBot, "slackbot", "by the Slack bot"},
+	{GitHubBot, "githubbot", "by the GitHub bot"},
 }
 
 // String lists the programs of p, as the docs name them.
@@ -209,6 +213,9 @@ const (
 	EscalationGitHubBaseURL      = "escalation.github.base_url"
 	EscalationGitHubRepo         = "escalation.github.repo"
 	EscalationGitHubPR           = "escalation.github.pr"
+	EscalationGitHubSecret       = "escalation.github.webhook_secret"
+	EscalationGitHubListen       = "escalation.github.listen"
+	EscalationGitHubTeams        = "escalation.github.teams"
 	EscalationWebhookURL         = "escalation.webhook.url"
 	EscalationWebhookSecret      = "escalation.webhook.secret"
 
@@ -230,10 +237,10 @@ var breakerDefaults = contract.ToolPolicy{}.Breaker.WithDefaults()
 // stay together, as the YAML nests them).
 var settings = []Setting{
 	{Name: TemporalAddress, Default: "127.0.0.1:7233", Env: []string{"TEMPORAL_ADDRESS"},
-		Flag: "temporal-address", FlagUsage: "Temporal frontend host:port", FlagIn: Starter | SlackBot, ReadBy: Worker | Starter | SlackBot,
+		Flag: "temporal-address", FlagUsage: "Temporal frontend host:port", FlagIn: Starter | SlackBot | GitHubBot, ReadBy: Worker | Starter | SlackBot | GitHubBot,
 		Doc: "Temporal frontend", into: func(d *draft) any { return &d.Temporal.Address }},
 	{Name: TemporalNamespace, Default: "default", Env: []string{"TEMPORAL_NAMESPACE"},
-		Flag: "namespace", FlagUsage: "Temporal namespace", FlagIn: Starter | SlackBot, ReadBy: Worker | Starter | SlackBot,
+		Flag: "namespace", FlagUsage: "Temporal namespace", FlagIn: Starter | SlackBot | GitHubBot, ReadBy: Worker | Starter | SlackBot | GitHubBot,
 		Doc: "Temporal namespace", into: func(d *draft) any { return &d.Temporal.Namespace }},
 	{Name: TemporalTaskQueue, Default: contract.TaskQueue, ReadBy: Worker | Starter,
 		Doc: "the queue workers poll", into: func(d *draft) any { return &d.Temporal.TaskQueue }},
@@ -258,31 +265,31 @@ var settings = []Setting{
 			"([operations](operations.md#failover-speed)); fixed for a session when it starts",
 		Hint: "a dead worker's calls are noticed within it; 0: " + contract.DefaultHeartbeatTimeout.String(),
 		into: func(d *draft) any { return &d.Temporal.HeartbeatTimeout }},
-	{Name: TemporalProfile, Default: "", Env: []string{"TEMPORAL_PROFILE"}, ReadBy: Worker | Starter | SlackBot,
+	{Name: TemporalProfile, Default: "", Env: []string{"TEMPORAL_PROFILE"}, ReadBy: Worker | Starter | SlackBot | GitHubBot,
 		DefaultDoc: "empty: the profile `default`",
 		Doc: "the profile of the Temporal client configuration file (`temporal.toml`, at `TEMPORAL_CONFIG_FILE` or the user's " +
 			"config folder) to connect with; the `TEMPORAL_*` variables apply over it and Keel's `temporal.*` keys over both " +
 			"([deployment](deployment.md#temporal-cloud))",
 		into: func(d *draft) any { return &d.Temporal.Profile }},
-	{Name: TemporalAPIKey, Default: "", ReadBy: Worker | Starter | SlackBot,
+	{Name: TemporalAPIKey, Default: "", ReadBy: Worker | Starter | SlackBot | GitHubBot,
 		Doc:  "API key sent as the bearer of every call (Temporal Cloud); implies TLS. Keep it in the environment (or `TEMPORAL_API_KEY`)",
 		Hint: "better in KEEL_TEMPORAL_API_KEY or TEMPORAL_API_KEY", into: func(d *draft) any { return &d.Temporal.APIKey }},
-	{Name: TemporalConnectTimeout, Kind: Duration, Default: "10s", ReadBy: Worker | Starter | SlackBot,
+	{Name: TemporalConnectTimeout, Kind: Duration, Default: "10s", ReadBy: Worker | Starter | SlackBot | GitHubBot,
 		Doc:  "how long connecting and the first health check may take before the program stops, saying which setting to check",
 		into: func(d *draft) any { return &d.Temporal.ConnectTimeout }},
-	{Name: TemporalTLSEnabled, Kind: Bool, Default: false, ReadBy: Worker | Starter | SlackBot,
+	{Name: TemporalTLSEnabled, Kind: Bool, Default: false, ReadBy: Worker | Starter | SlackBot | GitHubBot,
 		Doc:  "connect with TLS, verifying the server against the system's roots, even when no CA or certificate is set",
 		into: func(d *draft) any { return &d.Temporal.TLS.Enabled }},
-	{Name: TemporalTLSCA, Kind: Path, Default: "", ReadBy: Worker | Starter | SlackBot,
+	{Name: TemporalTLSCA, Kind: Path, Default: "", ReadBy: Worker | Starter | SlackBot | GitHubBot,
 		Doc:  "PEM file of the CA that signed the server's certificate (self-hosted TLS); implies TLS",
 		into: func(d *draft) any { return &d.Temporal.TLS.CA }},
-	{Name: TemporalTLSCert, Kind: Path, Default: "", ReadBy: Worker | Starter | SlackBot,
+	{Name: TemporalTLSCert, Kind: Path, Default: "", ReadBy: Worker | Starter | SlackBot | GitHubBot,
 		Doc:  "PEM file of the client certificate, for mTLS (with `temporal.tls.key`); implies TLS",
 		into: func(d *draft) any { return &d.Temporal.TLS.Cert }},
-	{Name: TemporalTLSKey, Kind: Path, Default: "", ReadBy: Worker | Starter | SlackBot,
+	{Name: TemporalTLSKey, Kind: Path, Default: "", ReadBy: Worker | Starter | SlackBot | GitHubBot,
 		Doc:  "PEM file of the client certificate's private key",
 		into: func(d *draft) any { return &d.Temporal.TLS.Key }},
-	{Name: TemporalTLSServerName, Default: "", ReadBy: Worker | Starter | SlackBot,
+	{Name: TemporalTLSServerName, Default: "", ReadBy: Worker | Starter | SlackBot | GitHubBot,
 		DefaultDoc: "empty: the host of `temporal.address`",
 		Doc:        "name the server's certificate must carry, when it differs from the address's host",
 		into:       func(d *draft) any { return &d.Temporal.TLS.ServerName }},
@@ -422,7 +429,7 @@ var settings = []Setting{
 		Hint: "e.g. {flaky_lookup: read_file}: offered while a breaker is open",
 		into: func(d *draft) any { return &d.Tools.Fallbacks }},
 
-	{Name: CodecKeys, Kind: List, Default: []string{}, ReadBy: Worker | Starter | SlackBot,
+	{Name: CodecKeys, Kind: List, Default: []string{}, ReadBy: Worker | Starter | SlackBot | GitHubBot,
 		Doc: "encryption keys as `ID=env:VARIABLE` or `ID=file:PATH` (32 bytes: base64, hex or raw), the encrypting key first: " +
 			"with one, every Temporal payload and the store's transcripts and large payloads are encrypted (AES-256-GCM); " +
 			"keep older keys behind the new one so earlier sessions still decrypt ([deployment](deployment.md#encrypted-payloads))",
@@ -483,14 +490,26 @@ var settings = []Setting{
 		Flag: "slack-api-url", FlagIn: SlackBot, FlagUsage: "Slack Web API base URL override",
 		Doc:  "Slack's Web API base URL, only to point at a proxy or a test server",
 		into: func(d *draft) any { return &d.Escalation.Slack.APIURL }},
-	{Name: EscalationGitHubToken, Default: "", ReadBy: Worker,
-		Doc: "a token that may read the pull request and write issue comments and labels", into: func(d *draft) any { return &d.Escalation.GitHub.Token }},
-	{Name: EscalationGitHubBaseURL, Default: "https://api.github.com", ReadBy: Worker,
+	{Name: EscalationGitHubToken, Default: "", ReadBy: Worker | GitHubBot, Required: GitHubBot,
+		Doc: "a token that may read the pull request and write issue comments and labels (the GitHub bot: also read collaborators' permissions and add reactions; docs/github.md)", into: func(d *draft) any { return &d.Escalation.GitHub.Token }},
+	{Name: EscalationGitHubBaseURL, Default: "https://api.github.com", ReadBy: Worker | GitHubBot,
 		Doc: "GitHub's API; GitHub Enterprise Server: `https://HOST/api/v3`", into: func(d *draft) any { return &d.Escalation.GitHub.BaseURL }},
 	{Name: EscalationGitHubRepo, Default: "", ReadBy: Worker,
 		Doc: "`owner/name` of the pull request's repository", Hint: "owner/name", into: func(d *draft) any { return &d.Escalation.GitHub.Repo }},
 	{Name: EscalationGitHubPR, Kind: Count, Default: 0, ReadBy: Worker,
 		Doc: "the pull request number commented on", into: func(d *draft) any { return &d.Escalation.GitHub.PR }},
+	{Name: EscalationGitHubSecret, Default: "", ReadBy: GitHubBot, Required: GitHubBot,
+		Doc:  "the webhook's secret: the GitHub bot refuses any delivery not signed with it (X-Hub-Signature-256)",
+		into: func(d *draft) any { return &d.Escalation.GitHub.WebhookSecret }},
+	{Name: EscalationGitHubListen, Default: "127.0.0.1:3001", ReadBy: GitHubBot,
+		Flag: "github-listen", FlagIn: GitHubBot, FlagUsage: "listen address",
+		Doc:  "address the GitHub bot takes webhook deliveries on (path `/github/webhook`); `0.0.0.0:3001` in a container",
+		into: func(d *draft) any { return &d.Escalation.GitHub.Listen }},
+	{Name: EscalationGitHubTeams, Kind: List, Default: []string{}, ReadBy: GitHubBot,
+		Flag: "teams", FlagIn: GitHubBot, FlagUsage: "comma-separated org/team-slug whose members may use /keel commands",
+		Doc:  "`org/team-slug` teams whose members may use the `/keel` commands besides collaborators with write access",
+		Hint: "e.g. [acme/release-managers]",
+		into: func(d *draft) any { return &d.Escalation.GitHub.Teams }},
 	{Name: EscalationWebhookURL, Default: "", ReadBy: Worker,
 		Doc: "where the escalation record is POSTed as JSON", into: func(d *draft) any { return &d.Escalation.Webhook.URL }},
 	{Name: EscalationWebhookSecret, Default: "", ReadBy: Worker,
@@ -506,7 +525,7 @@ var settings = []Setting{
 	{Name: EventsHost, Default: "127.0.0.1", ReadBy: Starter,
 		Doc: "address the starter listens on for live events", Hint: "where the starter listens for live events from workers",
 		into: func(d *draft) any { return &d.Events.Host }},
-	{Name: Log, Default: "", ReadBy: Worker | Starter | SlackBot,
+	{Name: Log, Default: "", ReadBy: Worker | Starter | SlackBot | GitHubBot,
 		DefaultDoc: "empty: the worker and the Slack bot log Keel's lines from `info` and the Temporal SDK's from `warn`; the starter none of the SDK's",
 		Doc: "how much the programs log to standard error: `debug`, `info`, `warn`, `error` or `off` (any other value: `debug`), " +
 			"for Keel's lines and the Temporal SDK's alike; set, it makes the starter log the SDK's too ([operations](operations.md#logs))",

@@ -52,8 +52,8 @@ func NewGitHubClient(baseURL, token string, hc *http.Client) (*github.Client, er
 
 // Run dials Temporal, listens on cfg.Listen and serves the bot until ctx is done.
 func Run(ctx context.Context, cfg RunConfig) error {
-	if cfg.Dial == nil {
-		return errors.New("running the github bot: no way to dial Temporal")
+	if err := cfg.check(); err != nil {
+		return err
 	}
 	c, err := cfg.Dial(ctx)
 	if err != nil {
@@ -69,6 +69,22 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		return fmt.Errorf("listening for github deliveries: %w", err)
 	}
 	return Serve(ctx, cfg, TemporalSessions{Client: c}, ln)
+}
+
+// check refuses what would stop the bot later, before Temporal is dialled.
+func (cfg RunConfig) check() error {
+	if cfg.Dial == nil {
+		return errors.New("running the github bot: no way to dial Temporal")
+	}
+	if cfg.Secret == "" {
+		return errors.New("running the github bot: the webhook secret is empty")
+	}
+	for _, t := range cfg.Teams {
+		if _, err := parseTeam(t); err != nil {
+			return fmt.Errorf("running the github bot: %w", err)
+		}
+	}
+	return nil
 }
 
 // Serve serves the bot on ln with the given Sessions until ctx is done, then stops taking

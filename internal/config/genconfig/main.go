@@ -137,7 +137,7 @@ func envCell(s config.Setting) string {
 // readByCell names the programs that read the key, and marks those that require it.
 func readByCell(s config.Setting) string {
 	var out []string
-	for _, p := range []config.Program{config.Worker, config.Starter, config.SlackBot} {
+	for _, p := range []config.Program{config.Worker, config.Starter, config.SlackBot, config.GitHubBot} {
 		if s.ReadBy&p == 0 {
 			continue
 		}
