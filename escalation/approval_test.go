@@ -86,7 +86,7 @@ func TestApprovalRenderingPerChannel(t *testing.T) {
 			"Approval: apr-3", "Tool: write_file", "Choices: approve, deny", "Deadline passed (then: deny), at 2026-12-01T10:10:00Z",
 			"Answer with: " + ApproveCommand(e), "Web UI: " + e.Link}},
 		{"github", []string{"@octo the agent session working on this pull request waits for approval of a `write_file` call.",
-			"Approve with `starter approve keel-0123456789abcdef0123 call_w1 --digest " + e.Approval.Digest + "`, or add `--deny`",
+			"Approve with a reply comment (`/keel approve`, `/keel deny`), or run `starter approve keel-0123456789abcdef0123 call_w1 --digest " + e.Approval.Digest + "` (add `--deny`",
 			GitHubMarker("apr-3")}},
 		{"slack", []string{"A Keel session waits for approval", "*Tool:* `write_file`", "*Digest:* `" + e.Approval.Digest + "`",
 			"no answer by <!date^" + "1796119800" + "^{date_short_pretty} {time}|2026-12-01T10:10:00Z> denies the call",

@@ -1,12 +1,14 @@
 package escalation
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
+
+	"github.com/google/go-github/v84/github"
 
 	"github.com/keelrun/keel/internal/contract"
 )
@@ -17,15 +19,33 @@ const DefaultGitHubURL = "https://api.github.com"
 // TriageLabel is added to the pull request so that stuck sessions show up in label searches.
 const TriageLabel = "needs-human-triage"
 
+// GitHubCommand starts a reply comment that answers a session on its pull request:
+// "/keel retry", "/keel edit <text>", "/keel say <text>", "/keel approve".
+const GitHubCommand = "/keel"
+
+// ActionSay is the reply-comment word that adds a person's message to the session (the say
+// update); the other words are the escalation's choices.
+const ActionSay = "say"
+
+// ErrNoPullRequest is the GitHub channel's failure for a session that names no pull request
+// when the worker has no default one either: there is nothing to comment on.
+var ErrNoPullRequest = errors.New("no pull request to comment on: the session names none (starter run --repo and --pr, or the GitHub Actions variables) and the worker has no default (escalation.github.repo and escalation.github.pr)")
+
 // GitHubNotifier tells the author of a pull request that the session working on it is stuck: a
-// comment that mentions them and says how to answer, plus the triage label. Idempotency lives on
-// GitHub itself: the comment carries a hidden marker with the escalation ID, and Notify lists the
-// comments first and skips posting when the marker is there, so a retry after a crash posts once.
+// comment that mentions them and says how to answer, plus the triage label. The pull request is
+// the session's own (Escalation.GitHub, from the session's input), so one worker serves sessions
+// on many pull requests; Repo and PR are the default for sessions that name none.
+//
+// Idempotency lives on GitHub itself: the comment carries a hidden marker with the escalation ID,
+// and Notify lists the comments first and skips posting when the marker is there, so a retry
+// after a crash posts once.
 type GitHubNotifier struct {
-	// BaseURL is the REST API root; empty means DefaultGitHubURL.
+	// BaseURL is the REST API root, used as given (GitHub Enterprise Server:
+	// https://HOST/api/v3); empty means DefaultGitHubURL.
 	BaseURL string
 	Token   string
-	// Repo is "owner/name".
+	// Repo ("owner/name") and PR are the pull request of sessions whose input names none: a
+	// worker that serves one repository. Empty Repo leaves such sessions without a channel.
 	Repo       string
 	PR         int
 	HTTPClient *http.Client
@@ -37,31 +57,108 @@ func (g *GitHubNotifier) Name() string { return contract.ChannelGitHub }
 // GitHubMarker is the hidden marker that makes the comment findable by escalation ID.
 func GitHubMarker(id string) string { return "<!-- keel-escalation:" + id + " -->" }
 
-// Notify posts the comment unless one with the marker exists, then makes sure the label is set
-// (adding a label that is already there changes nothing).
+// Notify posts the comment on the session's pull request unless one with the marker exists,
+// then makes sure the label is set (adding a label that is already there changes nothing).
 func (g *GitHubNotifier) Notify(ctx context.Context, e contract.Escalation) error {
-	posted, err := g.hasMarker(ctx, GitHubMarker(e.ID))
+	pr, err := g.target(e)
+	if err != nil {
+		return err
+	}
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	owner, repo, _ := strings.Cut(pr.Repo, "/")
+	posted, err := hasMarker(ctx, c, pr, GitHubMarker(e.ID))
 	if err != nil {
 		return err
 	}
 	if !posted {
-		author, err := g.author(ctx)
+		got, resp, err := c.PullRequests.Get(ctx, owner, repo, pr.PR)
 		if err != nil {
-			return err
+			return apiError("reading pull request "+pr.String(), resp, err)
 		}
-		body := map[string]string{"body": GitHubComment(e, author)}
-		if err := g.do(ctx, http.MethodPost, g.issuePath("comments"), body, nil); err != nil {
-			return fmt.Errorf("commenting on %s#%d: %w", g.Repo, g.PR, err)
+		body := GitHubComment(e, got.GetUser().GetLogin())
+		if _, resp, err := c.Issues.CreateComment(ctx, owner, repo, pr.PR, &github.IssueComment{Body: &body}); err != nil {
+			return apiError("commenting on "+pr.String(), resp, err)
 		}
 	}
-	labels := map[string][]string{"labels": {TriageLabel}}
-	if err := g.do(ctx, http.MethodPost, g.issuePath("labels"), labels, nil); err != nil {
-		return fmt.Errorf("labelling %s#%d: %w", g.Repo, g.PR, err)
+	if _, resp, err := c.Issues.AddLabelsToIssue(ctx, owner, repo, pr.PR, []string{TriageLabel}); err != nil {
+		return apiError("labelling "+pr.String(), resp, err)
 	}
 	return nil
 }
 
-// GitHubComment renders the comment: a mention, the escalation as text, and the marker.
+// target is the pull request to comment on: the session's own, else the worker's default.
+func (g *GitHubNotifier) target(e contract.Escalation) (contract.GitHubContext, error) {
+	pr := contract.GitHubContext{Repo: g.Repo, PR: g.PR}
+	if e.GitHub != nil && e.GitHub.Repo != "" {
+		pr = *e.GitHub
+	}
+	if pr.Repo == "" || pr.PR <= 0 {
+		return pr, fmt.Errorf("escalation %s of session %s: %w", e.ID, e.WorkflowID, ErrNoPullRequest)
+	}
+	if err := pr.Check(); err != nil {
+		return pr, fmt.Errorf("escalation %s of session %s: %w", e.ID, e.WorkflowID, err)
+	}
+	return pr, nil
+}
+
+// client is a go-github client on BaseURL with the token.
+func (g *GitHubNotifier) client() (*github.Client, error) {
+	c := github.NewClient(httpClient(g.HTTPClient))
+	if g.Token != "" {
+		c = c.WithAuthToken(g.Token)
+	}
+	if g.BaseURL == "" || strings.TrimRight(g.BaseURL, "/") == DefaultGitHubURL {
+		return c, nil
+	}
+	u, err := url.Parse(strings.TrimRight(g.BaseURL, "/") + "/")
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("escalation.github.base_url %q is not an http(s) URL", g.BaseURL)
+	}
+	c.BaseURL = u
+	return c, nil
+}
+
+// hasMarker pages through the pull request's comments (by GitHub's Link header) looking for
+// the marker. It asks for page 1 by number, which every server answers the same way.
+func hasMarker(ctx context.Context, c *github.Client, pr contract.GitHubContext, marker string) (bool, error) {
+	owner, repo, _ := strings.Cut(pr.Repo, "/")
+	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100, Page: 1}}
+	for {
+		comments, resp, err := c.Issues.ListComments(ctx, owner, repo, pr.PR, opts)
+		if err != nil {
+			return false, apiError("listing comments of "+pr.String(), resp, err)
+		}
+		for _, cm := range comments {
+			if strings.Contains(cm.GetBody(), marker) {
+				return true, nil
+			}
+		}
+		if resp.NextPage == 0 {
+			return false, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+// apiError turns GitHub's answer into a StatusError (so callers can tell a bad token from a
+// blip), or wraps a transport error, both saying what was being done.
+func apiError(op string, resp *github.Response, err error) error {
+	if resp == nil || resp.Response == nil || resp.StatusCode < 300 {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	msg := err.Error()
+	var er *github.ErrorResponse
+	if errors.As(err, &er) && er.Message != "" {
+		msg = er.Message
+	}
+	return &StatusError{Op: op, Code: resp.StatusCode, Body: msg}
+}
+
+// GitHubComment renders the comment: a mention, the escalation as text, how to answer (a reply
+// comment on the pull request or the CLI), and the marker.
 func GitHubComment(e contract.Escalation, author string) string {
 	var b strings.Builder
 	switch {
@@ -78,97 +175,27 @@ func GitHubComment(e contract.Escalation, author string) string {
 	b.WriteString("```\n\n")
 	switch {
 	case IsApproval(e):
-		fmt.Fprintf(&b, "Approve with `%s`, or add `--deny` to deny it. Without an answer the call is denied at the deadline.\n\n", approveLine(e))
+		fmt.Fprintf(&b, "Approve with a reply comment (%s), or run `%s` (add `--deny` to deny it). Without an answer the call is denied at the deadline.\n\n",
+			replyCommands(Choices(e)), approveLine(e))
 	case !NoticeOnly(e):
-		fmt.Fprintf(&b, "Answer with `%s`.\n\n", AnswerCommand(e))
+		fmt.Fprintf(&b, "Answer with a reply comment (%s), or run `%s`.\n\n",
+			replyCommands(append(append([]string{}, Choices(e)...), ActionSay)), AnswerCommand(e))
 	}
 	b.WriteString(GitHubMarker(e.ID))
 	b.WriteString("\n")
 	return b.String()
 }
 
-// author returns the login of the pull request's author.
-func (g *GitHubNotifier) author(ctx context.Context) (string, error) {
-	var pr struct {
-		User struct {
-			Login string `json:"login"`
-		} `json:"user"`
-	}
-	path := fmt.Sprintf("/repos/%s/pulls/%d", g.Repo, g.PR)
-	if err := g.do(ctx, http.MethodGet, path, nil, &pr); err != nil {
-		return "", fmt.Errorf("reading pull request %s#%d: %w", g.Repo, g.PR, err)
-	}
-	return pr.User.Login, nil
-}
-
-// hasMarker pages through the pull request's comments looking for the marker.
-func (g *GitHubNotifier) hasMarker(ctx context.Context, marker string) (bool, error) {
-	const perPage = 100
-	for page := 1; ; page++ {
-		var comments []struct {
-			Body string `json:"body"`
+// replyCommands lists the reply comments for the given answer words, "`/keel retry`, `/keel edit
+// <text>`, ..."; edit and say take the text that follows.
+func replyCommands(actions []string) string {
+	cmds := make([]string, 0, len(actions))
+	for _, a := range actions {
+		c := GitHubCommand + " " + a
+		if a == contract.ActionEdit || a == ActionSay {
+			c += " <text>"
 		}
-		path := fmt.Sprintf("%s?per_page=%d&page=%d", g.issuePath("comments"), perPage, page)
-		if err := g.do(ctx, http.MethodGet, path, nil, &comments); err != nil {
-			return false, fmt.Errorf("listing comments of %s#%d: %w", g.Repo, g.PR, err)
-		}
-		for _, c := range comments {
-			if strings.Contains(c.Body, marker) {
-				return true, nil
-			}
-		}
-		if len(comments) < perPage {
-			return false, nil
-		}
+		cmds = append(cmds, "`"+c+"`")
 	}
-}
-
-func (g *GitHubNotifier) issuePath(tail string) string {
-	return fmt.Sprintf("/repos/%s/issues/%d/%s", g.Repo, g.PR, tail)
-}
-
-// do sends one REST request with the token and decodes a 2xx JSON answer into out.
-func (g *GitHubNotifier) do(ctx context.Context, method, path string, in, out any) error {
-	var body *bytes.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return fmt.Errorf("encoding request: %w", err)
-		}
-		body = bytes.NewReader(b)
-	} else {
-		body = bytes.NewReader(nil)
-	}
-	base := strings.TrimRight(g.BaseURL, "/")
-	if base == "" {
-		base = DefaultGitHubURL
-	}
-	req, err := http.NewRequestWithContext(ctx, method, base+path, body)
-	if err != nil {
-		return fmt.Errorf("building request: %w", err)
-	}
-	req.Header.Set("Accept", "application/vnd.github+json")
-	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
-	req.Header.Set("User-Agent", "keel-escalation")
-	if g.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+g.Token)
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := httpClient(g.HTTPClient).Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	if err := checkStatus(method+" "+path, resp); err != nil {
-		return err
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("decoding %s %s: %w", method, path, err)
-	}
-	return nil
+	return strings.Join(cmds, ", ")
 }

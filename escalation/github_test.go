@@ -2,79 +2,28 @@ package escalation
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"strconv"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/fakegithub"
 )
 
-// fakeGitHub serves the three REST endpoints the notifier uses, under a GitHub Enterprise style
-// /api/v3 prefix, and checks the headers of every request.
-type fakeGitHub struct {
-	token    string
-	mu       sync.Mutex
-	comments []string
-	labels   []string
-	posts    int
-	bad      []string
-}
-
-func (f *fakeGitHub) handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/v3/repos/acme/widgets/pulls/7", func(w http.ResponseWriter, r *http.Request) {
-		_, _ = w.Write([]byte(`{"number":7,"user":{"login":"alice"}}`))
-	})
-	mux.HandleFunc("GET /api/v3/repos/acme/widgets/issues/7/comments", func(w http.ResponseWriter, r *http.Request) {
-		per, _ := strconv.Atoi(r.URL.Query().Get("per_page"))
-		page, _ := strconv.Atoi(r.URL.Query().Get("page"))
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		out := []map[string]string{}
-		for i := (page - 1) * per; i >= 0 && i < page*per && i < len(f.comments); i++ {
-			out = append(out, map[string]string{"body": f.comments[i]})
-		}
-		_ = json.NewEncoder(w).Encode(out)
-	})
-	mux.HandleFunc("POST /api/v3/repos/acme/widgets/issues/7/comments", func(w http.ResponseWriter, r *http.Request) {
-		var in struct{ Body string }
-		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Body == "" {
-			http.Error(w, "no body", http.StatusUnprocessableEntity)
-			return
-		}
-		f.mu.Lock()
-		f.comments = append(f.comments, in.Body)
-		f.posts++
-		f.mu.Unlock()
-		w.WriteHeader(http.StatusCreated)
-		_, _ = w.Write([]byte(`{"id":1}`))
-	})
-	mux.HandleFunc("POST /api/v3/repos/acme/widgets/issues/7/labels", func(w http.ResponseWriter, r *http.Request) {
-		var in struct{ Labels []string }
-		_ = json.NewDecoder(r.Body).Decode(&in)
-		f.mu.Lock()
-		f.labels = append(f.labels, in.Labels...)
-		f.mu.Unlock()
-		_, _ = w.Write([]byte(`[]`))
-	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+f.token {
-			http.Error(w, `{"message":"Bad credentials"}`, http.StatusUnauthorized)
-			return
-		}
-		if r.Header.Get("Accept") != "application/vnd.github+json" || r.Header.Get("X-GitHub-Api-Version") == "" {
-			f.mu.Lock()
-			f.bad = append(f.bad, r.Method+" "+r.URL.Path)
-			f.mu.Unlock()
-		}
-		mux.ServeHTTP(w, r)
-	})
+// startGitHub runs a local GitHub with pull requests acme/widgets#7 by alice and acme/gadgets#12
+// by bob.
+func startGitHub(t *testing.T) *fakegithub.Server {
+	t.Helper()
+	gh, err := fakegithub.Start(fakegithub.Options{Token: "ghp_test"})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, gh.Close()) })
+	gh.AddPR("acme/widgets", fakegithub.PR{Number: 7, Author: "alice", HeadSHA: "aaa111"})
+	gh.AddPR("acme/gadgets", fakegithub.PR{Number: 12, Author: "bob", HeadSHA: "bbb222"})
+	return gh
 }
 
 func TestGitHubNotifier(t *testing.T) {
@@ -83,54 +32,143 @@ func TestGitHubNotifier(t *testing.T) {
 		filler[i] = fmt.Sprintf("comment %d", i)
 	}
 	tests := []struct {
-		name      string
-		existing  []string
-		wantPosts int
+		name       string
+		existing   []string
+		enterprise bool
+		wantPosts  int
 	}{
 		{name: "fresh pull request gets one comment", wantPosts: 1},
+		{name: "through the GitHub Enterprise API root", enterprise: true, wantPosts: 1},
 		{name: "marker on the second page is found", existing: append(append([]string{}, filler...), "old\n"+GitHubMarker("esc-g1")), wantPosts: 0},
 		{name: "other escalations do not count", existing: []string{GitHubMarker("esc-other")}, wantPosts: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			gh := &fakeGitHub{token: "ghp_test", comments: tt.existing}
-			srv := httptest.NewServer(gh.handler())
-			defer srv.Close()
+			gh := startGitHub(t)
+			for _, body := range tt.existing {
+				_, err := gh.AddComment("acme/widgets", 7, "carol", body)
+				require.NoError(t, err)
+			}
+			base := gh.URL()
+			if tt.enterprise {
+				base = gh.EnterpriseURL()
+			}
 			e := sampleEscalation("esc-g1")
+			e.GitHub = &contract.GitHubContext{Repo: "acme/widgets", PR: 7, Commit: "aaa111"}
 			newNotifier := func() *GitHubNotifier {
-				return &GitHubNotifier{BaseURL: srv.URL + "/api/v3/", Token: "ghp_test", Repo: "acme/widgets", PR: 7, HTTPClient: srv.Client()}
+				return &GitHubNotifier{BaseURL: base, Token: "ghp_test"}
 			}
 			require.NoError(t, newNotifier().Notify(context.Background(), e))
 			// A second notifier stands for a retried activity on another worker: the marker on
 			// GitHub, not memory, keeps it from posting again.
 			require.NoError(t, newNotifier().Notify(context.Background(), e))
 
-			gh.mu.Lock()
-			defer gh.mu.Unlock()
-			assert.Empty(t, gh.bad, "requests without the GitHub headers")
-			assert.Equal(t, tt.wantPosts, gh.posts)
-			assert.Equal(t, []string{TriageLabel, TriageLabel}, gh.labels)
+			comments := gh.Comments("acme/widgets", 7)
+			require.Len(t, comments, len(tt.existing)+tt.wantPosts)
+			assert.Equal(t, []string{TriageLabel}, gh.Labels("acme/widgets", 7))
 			if tt.wantPosts == 1 {
-				c := gh.comments[len(gh.comments)-1]
-				assert.Contains(t, c, "@alice ")
-				assert.Contains(t, c, GitHubMarker("esc-g1"))
-				assert.Contains(t, c, "`starter answer keel-0123456789abcdef0123 esc-g1 retry|edit|abort`")
-				assert.Contains(t, c, "Last error: connection reset by peer")
+				c := comments[len(comments)-1]
+				assert.Equal(t, fakegithub.DefaultLogin, c.Author)
+				for _, want := range []string{"@alice ", GitHubMarker("esc-g1"), "Last error: connection reset by peer",
+					"`starter answer keel-0123456789abcdef0123 esc-g1 retry|edit|abort`",
+					"reply comment (`/keel retry`, `/keel edit <text>`, `/keel abort`, `/keel say <text>`)"} {
+					assert.Contains(t, c.Body, want)
+				}
+			}
+			assert.Zero(t, gh.Unauthorized())
+		})
+	}
+}
+
+// TestGitHubNotifierPullRequest checks which pull request gets the comment: the session's own,
+// else the worker's default, else none with a clear failure.
+func TestGitHubNotifierPullRequest(t *testing.T) {
+	tests := []struct {
+		name        string
+		session     *contract.GitHubContext
+		defRepo     string
+		defPR       int
+		wantRepo    string
+		wantPR      int
+		wantErr     error
+		wantErrText string
+	}{
+		{name: "the session's pull request wins over the default", session: &contract.GitHubContext{Repo: "acme/gadgets", PR: 12},
+			defRepo: "acme/widgets", defPR: 7, wantRepo: "acme/gadgets", wantPR: 12},
+		{name: "a session without one takes the worker's default", defRepo: "acme/widgets", defPR: 7, wantRepo: "acme/widgets", wantPR: 7},
+		{name: "neither is a channel failure", wantErr: ErrNoPullRequest, wantErrText: "escalation esc-p of session keel-0123456789abcdef0123"},
+		{name: "a default repository without a number is none", defRepo: "acme/widgets", wantErr: ErrNoPullRequest},
+		{name: "a repository that is not owner/name", session: &contract.GitHubContext{Repo: "widgets", PR: 3}, wantErrText: `repository "widgets" is not owner/name`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gh := startGitHub(t)
+			e := sampleEscalation("esc-p")
+			e.GitHub = tt.session
+			n := &GitHubNotifier{BaseURL: gh.URL(), Token: "ghp_test", Repo: tt.defRepo, PR: tt.defPR}
+			err := n.Notify(context.Background(), e)
+			if tt.wantErr != nil || tt.wantErrText != "" {
+				require.Error(t, err)
+				if tt.wantErr != nil {
+					assert.ErrorIs(t, err, tt.wantErr)
+				}
+				assert.Contains(t, err.Error(), tt.wantErrText)
+				assert.Empty(t, gh.Requests(), "nothing is sent without a pull request")
+				return
+			}
+			require.NoError(t, err)
+			for _, pr := range []struct {
+				repo string
+				n    int
+			}{{"acme/widgets", 7}, {"acme/gadgets", 12}} {
+				want := 0
+				if pr.repo == tt.wantRepo && pr.n == tt.wantPR {
+					want = 1
+				}
+				assert.Len(t, gh.Comments(pr.repo, pr.n), want, "%s#%d", pr.repo, pr.n)
 			}
 		})
 	}
 }
 
-func TestGitHubNotifierBadToken(t *testing.T) {
-	gh := &fakeGitHub{token: "right"}
-	srv := httptest.NewServer(gh.handler())
-	defer srv.Close()
-	n := &GitHubNotifier{BaseURL: srv.URL + "/api/v3", Token: "wrong", Repo: "acme/widgets", PR: 7, HTTPClient: srv.Client()}
-	err := n.Notify(context.Background(), sampleEscalation("esc-g2"))
+func TestGitHubNotifierErrors(t *testing.T) {
+	tests := []struct {
+		name     string
+		token    string
+		pr       int
+		wantCode int
+		wantOp   string
+	}{
+		{name: "bad token", token: "wrong", pr: 7, wantCode: http.StatusUnauthorized, wantOp: "listing comments of acme/widgets#7"},
+		{name: "unknown pull request", token: "ghp_test", pr: 99, wantCode: http.StatusNotFound, wantOp: "listing comments of acme/widgets#99"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gh := startGitHub(t)
+			n := &GitHubNotifier{BaseURL: gh.URL(), Token: tt.token, Repo: "acme/widgets", PR: tt.pr}
+			err := n.Notify(context.Background(), sampleEscalation("esc-g2"))
+			var se *StatusError
+			require.True(t, errors.As(err, &se), "got %v", err)
+			assert.Equal(t, tt.wantCode, se.Code)
+			assert.True(t, se.Permanent())
+			assert.Contains(t, err.Error(), tt.wantOp)
+			assert.Empty(t, gh.Comments("acme/widgets", 7))
+		})
+	}
+}
+
+// TestGitHubNotifierRetriedLabel is the crash window: the comment was posted, the label call
+// failed; the retry labels without a second comment.
+func TestGitHubNotifierRetriedLabel(t *testing.T) {
+	gh := startGitHub(t)
+	gh.FailNext(http.MethodPost, "/repos/acme/widgets/issues/7/labels", http.StatusBadGateway, 1)
+	n := &GitHubNotifier{BaseURL: gh.URL(), Token: "ghp_test", Repo: "acme/widgets", PR: 7}
+	e := sampleEscalation("esc-g3")
+	err := n.Notify(context.Background(), e)
 	var se *StatusError
 	require.True(t, errors.As(err, &se), "got %v", err)
-	assert.Equal(t, http.StatusUnauthorized, se.Code)
-	assert.True(t, se.Permanent())
-	assert.Contains(t, err.Error(), "listing comments of acme/widgets#7")
-	assert.Zero(t, gh.posts)
+	assert.False(t, se.Permanent(), "a 502 is worth retrying")
+	require.NoError(t, n.Notify(context.Background(), e))
+	assert.Len(t, gh.Comments("acme/widgets", 7), 1)
+	assert.Equal(t, []string{TriageLabel}, gh.Labels("acme/widgets", 7))
 }

@@ -97,6 +97,7 @@ func (s *session) openEscalation(ctx workflow.Context, req *contract.EscalationR
 		Calls:         req.Calls,
 		SpentMS:       now.Sub(s.state.StartedAt).Milliseconds(),
 		Link:          uiLink(s.in.Escalation.UIBase, info.Namespace, info.WorkflowExecution.ID),
+		GitHub:        s.in.GitHub,
 		Choices:       choices,
 		Deadline:      now.Add(deadline),
 		DefaultAction: s.defaultAction(),

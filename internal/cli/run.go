@@ -24,6 +24,7 @@ func runCmd(g *globals) *cobra.Command {
 	var dev bool
 	var workdir, output, taskFile, keyRef string
 	var job contract.JobKey
+	var pr int
 	cmd := &cobra.Command{
 		Use:     "run [--dev] [--workdir DIR] TASK | --task-file FILE",
 		Example: "  starter run --workdir ./service \"fix the failing test\"\n  starter run --dev --task-file task.md\n  KEEL_GATEWAY_FAKE=true starter run --dev \"fix the failing test\"   (the scripted fake model, no key)",
@@ -35,6 +36,10 @@ func runCmd(g *globals) *cobra.Command {
 				return err
 			}
 			task, err := readTask(args, taskFile, cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			gh, err := githubContext(cmd, job.Repository, pr, job.Commit, os.Getenv)
 			if err != nil {
 				return err
 			}
@@ -79,6 +84,7 @@ func runCmd(g *globals) *cobra.Command {
 				job.Model = cfg.Gateway.Model
 				spec.workflowID, spec.job = job.WorkflowID(), true
 			}
+			spec = withGitHub(cfg, spec, gh)
 			sum, err := startSession(ctx, c, cfg, spec, p)
 			if err != nil {
 				return err
@@ -92,6 +98,7 @@ func runCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&job.Repository, "repo", "", "job key: repository; with it, a second start of the same job attaches to the first")
 	cmd.Flags().StringVar(&job.Commit, "commit", "", "job key: commit")
+	prFlag(cmd, &pr)
 	cmd.Flags().StringVar(&job.Path, "path", "", "job key: path in the repository")
 	cmd.Flags().StringVar(&job.PromptVersion, "prompt-version", "v1", "job key: prompt version")
 	cmd.Flags().BoolVar(&dev, "dev", false, "bring up a local dev server if none answers, and a worker in this process that serves this run alone (on a task queue of its own)")

@@ -323,7 +323,7 @@ var channelKeys = []struct {
 	keys    []string
 }{
 	{contract.ChannelSlack, []string{EscalationSlackBotToken, EscalationSlackChannel}},
-	{contract.ChannelGitHub, []string{EscalationGitHubToken, EscalationGitHubRepo}},
+	{contract.ChannelGitHub, []string{EscalationGitHubToken}}, // the pull request is the session's own, escalation.github.repo only a default
 	{contract.ChannelWebhook, []string{EscalationWebhookURL, EscalationWebhookSecret}},
 }
 

@@ -54,10 +54,13 @@ type Escalation struct {
 	Calls []ToolCall `json:"calls,omitempty"`
 	// SpentMS is how long the session had run, in milliseconds (jsonl writes every duration as
 	// integer milliseconds in a field ending _ms).
-	SpentMS  int64     `json:"spent_ms,omitempty"`
-	Link     string    `json:"link,omitempty"`
-	Choices  []string  `json:"choices"`
-	Deadline time.Time `json:"deadline"`
+	SpentMS int64  `json:"spent_ms,omitempty"`
+	Link    string `json:"link,omitempty"`
+	// GitHub is the session's pull request, copied from its input, so the GitHub channel comments
+	// there; nil when the session names none.
+	GitHub   *GitHubContext `json:"github,omitempty"`
+	Choices  []string       `json:"choices"`
+	Deadline time.Time      `json:"deadline"`
 	// DefaultAction is the answer taken at the deadline when nobody answers.
 	DefaultAction string `json:"default_action,omitempty"`
 	// Answer is set once someone answered.

@@ -1,6 +1,10 @@
 package contract
 
-import "fmt"
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
 
 // GitHubContext is the pull request a session works on. It travels in the session's input (from
 // `starter run --repo/--pr/--commit`, the GitHub Actions variables, or a job a pull request event
@@ -17,3 +21,24 @@ type GitHubContext struct {
 
 // String names the pull request the way GitHub does: owner/name#123.
 func (g GitHubContext) String() string { return fmt.Sprintf("%s#%d", g.Repo, g.PR) }
+
+// Check says what is wrong with a context, naming the field: Repo must be owner/name, PR 1 or
+// more, Commit empty or a hex commit SHA (7 to 64 digits, so abbreviated and SHA-256 ones pass).
+func (g GitHubContext) Check() error {
+	owner, name, ok := strings.Cut(g.Repo, "/")
+	if !ok || !repoPart.MatchString(owner) || !repoPart.MatchString(name) {
+		return fmt.Errorf("repository %q is not owner/name", g.Repo)
+	}
+	if g.PR <= 0 {
+		return fmt.Errorf("pull request number %d is not 1 or more", g.PR)
+	}
+	if g.Commit != "" && !commitSHA.MatchString(g.Commit) {
+		return fmt.Errorf("commit %q is not a hex commit SHA", g.Commit)
+	}
+	return nil
+}
+
+// repoPart is what GitHub allows in an owner or repository name.
+var repoPart = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+var commitSHA = regexp.MustCompile(`^[0-9a-fA-F]{7,64}$`)

@@ -55,7 +55,8 @@ var (
 	goldenEscalation = &Escalation{
 		ID: "esc-1", WorkflowID: "wf-1", Reason: ReasonRepairCap, Class: ClassSchema, Summary: "the model cannot fix its arguments",
 		Tried: []string{"repair 1"}, Attempts: 3, LastError: "bad json", Calls: []ToolCall{goldenCall}, SpentMS: 1500,
-		Link: "http://127.0.0.1:8233/x", Choices: []string{ActionRetry, ActionAbort}, Deadline: goldenTime, DefaultAction: ActionAbort,
+		Link: "http://127.0.0.1:8233/x", GitHub: &GitHubContext{Repo: "keelrun/keel", PR: 22, Commit: "ab09ab4"},
+		Choices: []string{ActionRetry, ActionAbort}, Deadline: goldenTime, DefaultAction: ActionAbort,
 		Answer: &Answer{EscalationID: "esc-1", Action: ActionEdit, Text: "try b.go", By: "ana", Via: "slack"}, Approval: goldenApproval,
 	}
 	goldenEvents = []Event{{

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/fakegithub"
 )
 
 // The Slack workspace of these tests: one channel, one team, two approvers.
@@ -151,15 +153,18 @@ func TestSlackEscalationEndToEnd(t *testing.T) {
 // activity is retried), the label and the author's mention; the webhook gets exactly one
 // correctly signed POST; the deadline aborts the session.
 func TestGitHubWebhookEscalationEndToEnd(t *testing.T) {
-	gh := newFakeGitHub(t, "keel-org/app", 7, "octo-author", "ghp-e2e")
+	gh := startFakeGitHub(t, "ghp-e2e", fakegithub.PR{Number: 7, Author: "octo-author"})
+	labelsPath := "/repos/" + e2eRepo + "/issues/7/labels"
+	gh.FailNext(http.MethodPost, labelsPath, http.StatusBadGateway, 1)
 	hook := newWebhookReceiver(t, "whsec-e2e")
 	r := runStarter(t, []string{
 		"KEEL_ESCALATION_CHANNELS=github,webhook",
 		// The chain notifies github at once and the webhook at deadline/2.
 		"KEEL_ESCALATION_DEADLINE=6s",
 		"KEEL_ESCALATION_GITHUB_TOKEN=ghp-e2e",
-		"KEEL_ESCALATION_GITHUB_BASE_URL=" + gh.srv.URL,
-		"KEEL_ESCALATION_GITHUB_REPO=keel-org/app",
+		"KEEL_ESCALATION_GITHUB_BASE_URL=" + gh.URL(),
+		// This session names no pull request: the worker's default is the one commented on.
+		"KEEL_ESCALATION_GITHUB_REPO=" + e2eRepo,
 		"KEEL_ESCALATION_GITHUB_PR=7",
 		"KEEL_ESCALATION_WEBHOOK_URL=" + hook.srv.URL + "/keel",
 		"KEEL_ESCALATION_WEBHOOK_SECRET=whsec-e2e",
@@ -178,22 +183,26 @@ func TestGitHubWebhookEscalationEndToEnd(t *testing.T) {
 	}
 	esc := escs[0]
 
-	gh.mu.Lock()
-	comments, labelPosts, labelFails, unauthorised := gh.comments, gh.labelPosts, gh.labelFails, gh.unauthorised
-	gh.mu.Unlock()
+	comments := gh.Comments(e2eRepo, 7)
 	if len(comments) != 1 {
-		t.Fatalf("%d comments on the pull request, want exactly 1: %q", len(comments), comments)
+		t.Fatalf("%d comments on the pull request, want exactly 1: %+v", len(comments), comments)
 	}
 	for _, want := range []string{escalation.GitHubMarker(esc.ID), "@octo-author", esc.ID, "starter answer"} {
-		if !strings.Contains(comments[0], want) {
-			t.Errorf("the comment lacks %q:\n%s", want, comments[0])
+		if !strings.Contains(comments[0].Body, want) {
+			t.Errorf("the comment lacks %q:\n%s", want, comments[0].Body)
 		}
 	}
-	if labelFails != 1 || len(labelPosts) != 2 || labelPosts[1] != escalation.TriageLabel {
-		t.Errorf("label calls %q (%d failed on purpose); want the failed one and one retry adding %s", labelPosts, labelFails, escalation.TriageLabel)
+	var labelCalls []int
+	for _, req := range gh.Requests() {
+		if req.Method == http.MethodPost && req.Path == labelsPath {
+			labelCalls = append(labelCalls, req.Status)
+		}
 	}
-	if unauthorised != 0 {
-		t.Errorf("%d GitHub requests without the token", unauthorised)
+	if want := []int{http.StatusBadGateway, http.StatusOK}; !slices.Equal(labelCalls, want) || !slices.Equal(gh.Labels(e2eRepo, 7), []string{escalation.TriageLabel}) {
+		t.Errorf("label calls answered %v, labels %q; want %v (the first failed on purpose) and %s", labelCalls, gh.Labels(e2eRepo, 7), want, escalation.TriageLabel)
+	}
+	if n := gh.Unauthorized(); n != 0 {
+		t.Errorf("%d GitHub requests without the token", n)
 	}
 
 	hook.mu.Lock()
@@ -673,85 +682,6 @@ func anyContains(texts []string, sub string) bool {
 		}
 	}
 	return false
-}
-
-// fakeGitHub is the part of GitHub's REST API the notifier uses, for one pull request. The first
-// label call fails with a 502, so the notice activity is retried after its comment was posted.
-type fakeGitHub struct {
-	srv *httptest.Server
-
-	mu           sync.Mutex
-	comments     []string
-	labelPosts   []string
-	labelFails   int
-	unauthorised int
-}
-
-func newFakeGitHub(t *testing.T, repo string, pr int, author, token string) *fakeGitHub {
-	t.Helper()
-	g := &fakeGitHub{}
-	issue := fmt.Sprintf("/repos/%s/issues/%d", repo, pr)
-	mux := http.NewServeMux()
-	mux.HandleFunc(fmt.Sprintf("GET /repos/%s/pulls/%d", repo, pr), func(w http.ResponseWriter, r *http.Request) {
-		writeJSONBody(w, http.StatusOK, map[string]any{"number": pr, "user": map[string]any{"login": author}})
-	})
-	mux.HandleFunc("GET "+issue+"/comments", func(w http.ResponseWriter, r *http.Request) {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		list := []map[string]any{}
-		if r.URL.Query().Get("page") == "1" {
-			for i, c := range g.comments {
-				list = append(list, map[string]any{"id": i + 1, "body": c})
-			}
-		}
-		writeJSONBody(w, http.StatusOK, list)
-	})
-	mux.HandleFunc("POST "+issue+"/comments", func(w http.ResponseWriter, r *http.Request) {
-		var in struct{ Body string }
-		if json.NewDecoder(r.Body).Decode(&in) != nil || in.Body == "" {
-			writeJSONBody(w, http.StatusUnprocessableEntity, map[string]any{"message": "Validation Failed"})
-			return
-		}
-		g.mu.Lock()
-		g.comments = append(g.comments, in.Body)
-		n := len(g.comments)
-		g.mu.Unlock()
-		writeJSONBody(w, http.StatusCreated, map[string]any{"id": n, "body": in.Body})
-	})
-	mux.HandleFunc("POST "+issue+"/labels", func(w http.ResponseWriter, r *http.Request) {
-		var in struct{ Labels []string }
-		_ = json.NewDecoder(r.Body).Decode(&in)
-		g.mu.Lock()
-		g.labelPosts = append(g.labelPosts, strings.Join(in.Labels, ","))
-		fail := len(g.labelPosts) == 1
-		if fail {
-			g.labelFails++
-		}
-		g.mu.Unlock()
-		if fail {
-			writeJSONBody(w, http.StatusBadGateway, map[string]any{"message": "Server Error"})
-			return
-		}
-		writeJSONBody(w, http.StatusOK, []map[string]any{{"name": escalation.TriageLabel}})
-	})
-	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+token {
-			g.mu.Lock()
-			g.unauthorised++
-			g.mu.Unlock()
-			writeJSONBody(w, http.StatusUnauthorized, map[string]any{"message": "Bad credentials"})
-			return
-		}
-		mux.ServeHTTP(w, r)
-	}))
-	t.Cleanup(g.srv.Close)
-	return g
-}
-
-func writeJSONBody(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 // webhookReceiver verifies each POST with escalation.VerifyWebhook, as a real receiver would.
