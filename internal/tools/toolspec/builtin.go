@@ -243,14 +243,16 @@ func builtinDigest() string {
 }
 
 // Split sends a tool list by digest: when it starts with this build's built-in tools or a released
-// set, it returns that set's digest and the tools after it; otherwise "" and the whole list.
+// set, it returns that set's digest and the tools after it; otherwise "" and the whole list. The
+// longest released set that fits wins, so a release that added a tool keeps its own set whole
+// instead of sending it as the older, shorter set and the added tool.
 func Split(specs []contract.ToolSpec) (builtin string, rest []contract.ToolSpec) {
 	if n := len(Builtin()); len(specs) >= n && Digest(specs[:n]) == builtinDigest() {
 		return builtinDigest(), specs[n:]
 	}
-	for _, n := range releasedLens {
+	for _, n := range slices.Backward(releasedLens) {
 		if len(specs) < n {
-			break
+			continue
 		}
 		if d := Digest(specs[:n]); released[d] != nil {
 			return d, specs[n:]

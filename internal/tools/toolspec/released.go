@@ -22,7 +22,7 @@ const releasedDir = "released"
 var releasedFS embed.FS
 
 // released maps a digest to its tool set; releasedLens are the lengths of those sets, in ascending
-// order, so Split tries them in the same order on every worker.
+// order, so Split tries them in the same order (the longest first) on every worker.
 var released, releasedLens = loadReleased()
 
 // loadReleased reads the embedded sets. A file whose content does not match its name is a broken
