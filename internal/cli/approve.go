@@ -61,20 +61,7 @@ func approveCall(ctx context.Context, c session.Client, workflowID string, d con
 	return res, err
 }
 
-// offerApproval shows a newly waiting call once: a y/n prompt at a terminal, the command otherwise.
-func (f *follower) offerApproval(a *contract.Approval) {
-	if a == nil || (f.approval != nil && f.approval.CallID == a.CallID) || f.offered == a.CallID {
-		return
-	}
-	f.offered = a.CallID
-	if f.interactive {
-		f.approval = a
-		f.p.info(fmt.Sprintf("approve %s %s? [y]es / [n]o", a.Tool, clip(a.Arguments, 200)))
-		return
-	}
-	f.p.info(fmt.Sprintf("%s %s waits for approval: starter approve %s %s --digest %s [--deny]", a.Tool, clip(a.Arguments, 120), f.workflowID, a.CallID, a.Digest))
-}
-
+// sendApproval sends the decision the person typed at the terminal (y or n).
 func (f *follower) sendApproval(ctx context.Context, d contract.ApprovalDecision) {
 	uctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -14,6 +14,7 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/session"
+	"github.com/keelrun/keel/internal/tui"
 )
 
 // Each status query is a billed Temporal action, so a follower learns of session-level events
@@ -49,12 +50,9 @@ type follower struct {
 	sink        *events.Sink
 	interactive bool
 
-	seen      int
-	prompted  string
-	cancelled bool
-	// approval is the call waiting for approval that the user was last asked about.
-	approval *contract.Approval
-	offered  string
+	seen int
+	// m is the terminal's state: which question is open, whether the cancel was sent (tui.Step).
+	m tui.Model
 
 	// screen and prog draw the status region; screen passes output through unchanged when the
 	// output is not a terminal.
@@ -63,12 +61,9 @@ type follower struct {
 	// turn is the turn of the last live model event, so a new turn's first event can wait until
 	// the session-level events before it are printed.
 	turn   int
-	dialog dialog
 	editor *lineEditor
-	// asked is the escalation the user was last asked about, so a question is asked once.
-	asked string
-	// leaving is set by a cancel key pressed after the cancel was sent: leave at once.
-	leaving bool
+	// leaving names what asked to leave at once (a second cancel key or signal); "" until then.
+	leaving string
 	// settle fires CancelWait after the cancel was sent; nil before.
 	settle <-chan time.Time
 	// cancelKeyAt is when a cancel key was last pressed; zero when none was.
@@ -109,6 +104,7 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	f.screen, f.prog = newScreen(nil), newProgress(time.Now())
+	f.m = tui.Model{Interactive: f.interactive, WorkflowID: f.workflowID}
 	keys, restore := f.readKeys()
 	defer restore()
 	if f.interactive {
@@ -118,7 +114,7 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 		f.drain(ctx)
 		f.settleInFlight(ctx, nil, r.sum.Transcript)
 		f.endEvents(r.sum)
-		f.closeDialog()
+		f.step(ctx, tui.SessionEnded{})
 		f.swallowSecondKey(keys)
 		if r.err != nil {
 			return contract.Summary{}, fmt.Errorf("waiting for session %s: %w", f.workflowID, r.err)
@@ -152,21 +148,22 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 				return finish(r)
 			default:
 			}
+			f.step(ctx, tui.CancelTimeout{})
 			f.p.info(fmt.Sprintf("the session did not end within %s of the cancel; %s", seconds(CancelWait), f.leftBehind(ctx)))
 			return contract.Summary{}, &exitError{code: ExitCancelled}
 		case sig := <-sigs:
-			if f.cancelled {
-				return f.leave(ctx, "a second signal")
+			f.step(ctx, tui.Signal{Reason: signalReason(sig)})
+			if f.leaving != "" {
+				return f.leave(ctx, f.leaving)
 			}
-			f.cancel(ctx, signalReason(sig), "a second signal")
 		case k, ok := <-keys:
 			if !ok {
 				keys = nil
 				continue
 			}
 			f.keys(ctx, k)
-			if f.leaving {
-				return f.leave(ctx, "a second Esc or Ctrl+C")
+			if f.leaving != "" {
+				return f.leave(ctx, f.leaving)
 			}
 		case r := <-f.editDone():
 			f.edited(ctx, r)
@@ -259,7 +256,7 @@ func (f *follower) live(ctx context.Context, e contract.Event) {
 	if e.Event == contract.EventStatus {
 		if e.Status != nil {
 			f.turn = e.Turn
-			f.apply(*e.Status)
+			f.apply(ctx, *e.Status)
 		}
 		f.heard(now, true)
 		return
@@ -399,12 +396,12 @@ func (f *follower) pollStatus(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	f.apply(st)
+	f.apply(ctx, st)
 }
 
 // apply shows a status, queried or posted by a turn: its new events, the tokens, and what the
-// session waits for.
-func (f *follower) apply(st contract.SessionStatus) {
+// session waits for; the state machine asks the person what it should ask.
+func (f *follower) apply(ctx context.Context, st contract.SessionStatus) {
 	f.running = st.Running
 	for _, e := range st.Events {
 		if e.Seq > f.seen {
@@ -413,40 +410,21 @@ func (f *follower) apply(st contract.SessionStatus) {
 		}
 	}
 	f.prog.counted(st.Usage.Total())
-	f.offerApproval(st.Approval)
-	e := st.Escalation
-	if f.prompted != "" && (e == nil || e.ID != f.prompted || e.Answer != nil) {
-		// Answered elsewhere (Slack, another terminal, the deadline): stop asking.
-		f.prompted = ""
-		f.closeDialog()
-	}
-	switch {
-	case e != nil && e.Answer == nil && len(e.Choices) > 0:
+	switch e := st.Escalation; {
+	case session.AwaitsAnswer(e):
 		f.prog.waiting = "waiting for an answer to escalation " + e.ID
 	case st.Approval != nil:
 		f.prog.waiting = "waiting for approval of " + st.Approval.Tool
 	default:
 		f.prog.waiting = ""
 	}
-	if e != nil && e.Answer == nil && len(e.Choices) > 0 && f.prompted != e.ID && f.asked != e.ID {
-		// The escalation itself was printed with the events above; this only asks.
-		f.asked = e.ID
-		if f.interactive {
-			f.prompted = e.ID
-			f.askEscalation()
-		} else {
-			f.p.info(fmt.Sprintf("answer with: starter answer %s %s retry|edit|abort [--text ...]", f.workflowID, e.ID))
-		}
-	}
+	// The escalation and the call themselves were printed with the events above; this only asks.
+	f.step(ctx, tui.Status{Escalation: st.Escalation, Approval: st.Approval})
 }
 
-// cancel sends the cancel signal once and starts the CancelWait bound; second names what leaves
-// at once from then on.
+// cancel sends the cancel signal (the state machine asks for it once) and starts the CancelWait
+// bound; second names what leaves at once from then on.
 func (f *follower) cancel(ctx context.Context, reason, second string) {
-	if f.cancelled {
-		return
-	}
-	f.cancelled = true
 	f.settle = time.After(CancelWait)
 	f.p.info(fmt.Sprintf("cancelling: %s; waiting up to %s for %s; %s leaves now", reason, seconds(CancelWait), f.settling(), second))
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

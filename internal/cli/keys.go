@@ -5,55 +5,36 @@ import (
 	"errors"
 	"io"
 	"os"
-	"strings"
+
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/term"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/tui"
 )
-
-// keypress is one key from the terminal: a cancel key (Esc or Ctrl+C) or a plain character.
-type keypress struct {
-	cancel bool
-	// esc marks the cancel key that is Esc: inside a question (an edit, the abort confirmation)
-	// Esc steps back out of the question, while Ctrl+C still cancels the session.
-	esc bool
-	ch  byte
-}
-
-// splitKeys turns one read from a terminal in raw mode into keys; fast typing can put several in
-// one read. Esc alone and Ctrl+C cancel. An Alt combination or an arrow key also starts with Esc
-// but has more bytes right after it, so it is skipped whole and does not cancel; neither does a
-// lone "c".
-func splitKeys(b []byte) []keypress {
-	var keys []keypress
-	for i := 0; i < len(b); i++ {
-		switch c := b[i]; {
-		case c == 0x03:
-			keys = append(keys, keypress{cancel: true})
-		case c == 0x1b && i == len(b)-1:
-			keys = append(keys, keypress{cancel: true, esc: true})
-		case c == 0x1b && b[i+1] == '[':
-			// A control sequence: ESC [ parameters, then one final byte in 0x40..0x7e.
-			for i += 2; i < len(b) && (b[i] < 0x40 || b[i] > 0x7e); i++ {
-			}
-		case c == 0x1b:
-			i++ // Alt+key
-		default:
-			keys = append(keys, keypress{ch: c})
-		}
-	}
-	return keys
-}
 
 // isTerminal reports whether f is a terminal a person types at: /dev/null and other character
 // devices are not.
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
+// terminal is the standard input Run was given when it is a terminal, else nil. A process has one
+// terminal and one reader of it (stdinChunks), so this is the process's, not a command's.
+var terminal atomic.Pointer[os.File]
+
+// useTerminal keeps stdin as the terminal keys are read from when it is one.
+func useTerminal(stdin io.Reader) {
+	if f, ok := stdin.(*os.File); ok && isTerminal(f) {
+		terminal.Store(f)
+		return
+	}
+	terminal.Store(nil)
+}
+
 // stdinIsTerminal reports whether the starter talks to a person at a terminal.
-func stdinIsTerminal() bool { return isTerminal(os.Stdin) }
+func stdinIsTerminal() bool { return terminal.Load() != nil }
 
 var (
 	stdinOnce sync.Once
@@ -66,10 +47,15 @@ var (
 func stdinChunks() <-chan []byte {
 	stdinOnce.Do(func() {
 		stdinCh = make(chan []byte, 16)
+		in := terminal.Load()
+		if in == nil {
+			close(stdinCh)
+			return
+		}
 		go func() {
 			buf := make([]byte, 256)
 			for {
-				n, err := os.Stdin.Read(buf)
+				n, err := in.Read(buf)
 				if n > 0 {
 					stdinCh <- append([]byte(nil), buf[:n]...)
 				}
@@ -90,7 +76,11 @@ func (f *follower) readKeys() (<-chan []byte, func()) {
 	if !f.interactive {
 		return nil, func() {}
 	}
-	fd := int(os.Stdin.Fd())
+	in := terminal.Load()
+	if in == nil {
+		return nil, func() {}
+	}
+	fd := int(in.Fd())
 	old, err := term.MakeRaw(fd)
 	if err != nil {
 		f.p.info("the terminal could not be put into raw mode, so keys are not read: " + err.Error())
@@ -115,126 +105,56 @@ func discardInput(fd int) {
 	flushInput(fd)
 }
 
-// dialog is the question the terminal is asking, which decides what keys mean.
-type dialog int
-
-const (
-	// noDialog: keys are hot keys.
-	noDialog dialog = iota
-	// editDialog: keys go to the line editor until Enter.
-	editDialog
-	// abortDialog: y aborts the session, anything else keeps it.
-	abortDialog
-)
-
-// keys handles one read from the terminal.
+// keys handles one read from the terminal: while the line editor is open the whole read goes to
+// it (tui.EditInput), else each key is a tui.Key. A key that cancels or leaves is remembered for
+// swallowSecondKey.
 func (f *follower) keys(ctx context.Context, b []byte) {
-	if f.dialog == editDialog {
-		f.editKeys(ctx, b)
-		return
+	before := f.m.State
+	if before == tui.Editing {
+		f.step(ctx, tui.EditInput{Bytes: b})
+	} else {
+		for _, k := range tui.SplitKeys(b) {
+			f.step(ctx, k)
+		}
 	}
-	for _, k := range splitKeys(b) {
-		f.key(ctx, k)
-	}
-}
-
-// key handles one keypress: cancel keys cancel; y and n decide a waiting approval; r, e and a
-// answer a pending escalation, a after a confirmation.
-func (f *follower) key(ctx context.Context, k keypress) {
-	if f.dialog == abortDialog {
-		f.confirmAbort(ctx, k)
-		return
-	}
-	if k.cancel {
-		f.cancelKey(ctx)
-		return
-	}
-	ch := strings.ToLower(string(k.ch))
-	if f.approval != nil && (ch == "y" || ch == "n") {
-		a := f.approval
-		f.approval = nil
-		f.sendApproval(ctx, contract.ApprovalDecision{CallID: a.CallID, Digest: a.Digest, Approve: ch == "y", By: currentUser()})
-		return
-	}
-	if f.prompted == "" {
-		return
-	}
-	switch ch {
-	case "r":
-		f.sendAnswer(ctx, contract.Answer{Action: contract.ActionRetry})
-	case "a":
-		f.dialog = abortDialog
-		f.p.info("abort the session? It ends now, as aborted. [y]es / [n]o")
-	case "e":
-		f.startEdit()
+	if f.m.State != before && (f.m.State == tui.Cancelling || f.m.State == tui.Detached) {
+		f.cancelKeyAt = time.Now()
 	}
 }
 
-// cancelKey handles Esc or Ctrl+C: the first cancels the session, a second one leaves without
-// waiting for it to end.
-func (f *follower) cancelKey(ctx context.Context) {
-	f.cancelKeyAt = time.Now()
-	if f.cancelled {
-		f.leaving = true
-		return
-	}
-	f.cancel(ctx, "cancelled at the terminal", "a second Esc or Ctrl+C")
-}
-
-// confirmAbort handles the key pressed at "abort the session?": y aborts, Ctrl+C cancels, and
-// anything else (n, Esc) keeps the session waiting for an answer.
-func (f *follower) confirmAbort(ctx context.Context, k keypress) {
-	f.dialog = noDialog
-	switch {
-	case k.cancel && !k.esc:
-		f.cancelKey(ctx)
-	case !k.cancel && (k.ch == 'y' || k.ch == 'Y'):
-		f.sendAnswer(ctx, contract.Answer{Action: contract.ActionAbort})
-	default:
-		f.p.info("not aborted")
-		f.askEscalation()
-	}
-}
-
-// startEdit opens the line editor for an edit answer; other output waits until it is sent.
-func (f *follower) startEdit() {
-	f.dialog = editDialog
-	f.p.info("edit: corrected arguments or an instruction for the model; Enter sends it, Esc goes back")
-	f.editor = newLineEditor(f.screen.hold(), f.screen.width(), "edit> ")
-}
-
-// editKeys passes keys to the line editor. Esc alone leaves the edit without sending anything;
-// Ctrl+C leaves it and cancels the session.
-func (f *follower) editKeys(ctx context.Context, b []byte) {
-	switch {
-	case len(b) == 1 && b[0] == 0x1b:
-		f.endEdit(false)
-		f.p.info("edit dropped; nothing was sent")
-		f.askEscalation()
-	case strings.IndexByte(string(b), 0x03) >= 0:
-		f.endEdit(false)
-		f.cancelKey(ctx)
-	default:
-		f.editor.feed(b)
+// step runs one transition of the terminal's state machine and carries out its effects.
+func (f *follower) step(ctx context.Context, ev tui.Event) {
+	m, effects := tui.Step(f.m, ev)
+	f.m = m
+	for _, fx := range effects {
+		switch fx := fx.(type) {
+		case tui.Info:
+			f.p.info(fx.Text)
+		case tui.SendAnswer:
+			f.sendAnswer(ctx, fx.Answer)
+		case tui.SendApproval:
+			d := fx.Decision
+			d.By = currentUser()
+			f.sendApproval(ctx, d)
+		case tui.SendCancel:
+			f.cancel(ctx, fx.Reason, fx.Second)
+		case tui.OpenEditor:
+			f.editor = newLineEditor(f.screen.hold(), f.screen.width(), tui.EditPrompt)
+		case tui.CloseEditor:
+			f.endEdit(fx.LineEnded)
+		case tui.FeedEditor:
+			if f.editor != nil {
+				f.editor.feed(fx.Bytes)
+			}
+		case tui.Leave:
+			f.leaving = fx.What
+		}
 	}
 }
 
-// edited handles the line the editor returned.
+// edited hands the line editor's result to the state machine; a pasted line counts as typed.
 func (f *follower) edited(ctx context.Context, r editResult) {
-	ok := r.err == nil || errors.Is(r.err, term.ErrPasteIndicator)
-	f.endEdit(ok)
-	text := strings.TrimSpace(r.line)
-	if !ok {
-		f.p.info("edit dropped; nothing was sent")
-		f.askEscalation()
-		return
-	}
-	if text == "" {
-		f.p.info("the edit is empty; nothing was sent")
-		f.askEscalation()
-		return
-	}
-	f.sendAnswer(ctx, contract.Answer{Action: contract.ActionEdit, Text: text})
+	f.step(ctx, tui.EditDone{Line: r.line, OK: r.err == nil || errors.Is(r.err, term.ErrPasteIndicator)})
 }
 
 // endEdit closes the line editor and prints what waited behind it; lineEnded says the person
@@ -244,7 +164,6 @@ func (f *follower) endEdit(lineEnded bool) {
 		f.editor.close(lineEnded)
 		f.editor = nil
 	}
-	f.dialog = noDialog
 	f.screen.release()
 }
 
@@ -254,21 +173,6 @@ func (f *follower) editDone() <-chan editResult {
 		return nil
 	}
 	return f.editor.done
-}
-
-// askEscalation asks again how to answer the pending escalation.
-func (f *follower) askEscalation() {
-	if f.prompted != "" {
-		f.p.info("[R]etry, [E]dit, [A]bort?")
-	}
-}
-
-// closeDialog ends any question about an escalation that is no longer pending.
-func (f *follower) closeDialog() {
-	if f.dialog == editDialog {
-		f.endEdit(false)
-	}
-	f.dialog = noDialog
 }
 
 // editResult is what the line editor read: the line, or why there is none.
@@ -335,9 +239,10 @@ func (r *chanReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// sendAnswer answers the escalation the terminal asked about.
+// sendAnswer answers the escalation the terminal asked about and tells the state machine whether
+// the session took it.
 func (f *follower) sendAnswer(ctx context.Context, a contract.Answer) {
-	a.EscalationID, a.By, a.Via = f.prompted, currentUser(), "terminal"
+	a.By, a.Via = currentUser(), "terminal"
 	uctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	res, err := answerSession(uctx, f.c, f.workflowID, a)
@@ -346,9 +251,7 @@ func (f *follower) sendAnswer(ctx context.Context, a contract.Answer) {
 		return
 	}
 	f.p.info(res.Message)
-	if res.Accepted {
-		f.prompted = ""
-	}
+	f.step(ctx, tui.Answered{Accepted: res.Accepted})
 }
 
 func currentUser() string {

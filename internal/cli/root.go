@@ -1,5 +1,7 @@
 // Package cli is the starter's command line: demo, run, dev, and the commands that steer running
-// sessions (cancel, answer, escalations). starter/main.go only calls Main.
+// sessions (cancel, answer, escalations). starter/main.go only calls Run; tests run commands in
+// process with Run or Main. Sessions are reached through internal/session and the terminal's
+// questions are internal/tui's state machine.
 package cli
 
 import (
@@ -67,8 +69,15 @@ func (g *globals) loadFor(cmd *cobra.Command, prog config.Program, overrides map
 	return cfg, nil
 }
 
-// Main runs the starter with args and returns its exit status.
+// Main is Run with no standard input, as for a starter that no person types at.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return Run(ctx, args, nil, stdout, stderr)
+}
+
+// Run runs the starter with args and returns its exit status. Keys are read from stdin only when
+// it is a terminal (an *os.File a person types at); anything else, nil included, is never read.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	useTerminal(stdin)
 	root := newRoot(&globals{stdout: stdout, stderr: stderr})
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

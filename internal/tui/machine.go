@@ -1,0 +1,326 @@
+// Package tui is the starter's terminal conversation with a person while a session runs: which
+// question is open (an escalation to answer, an abort to confirm, an edit being typed, a tool call
+// to approve), whether the session is being cancelled, and what each key, status and signal does
+// next. Step is a pure transition function over a Model; the starter's follower feeds it events
+// from the live sink, the keyboard and status queries, and carries out the Effects it returns
+// (printing, sending answers and the cancel, driving the line editor).
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/textfmt"
+)
+
+// State is what the terminal is doing, which decides what keys mean.
+type State int
+
+const (
+	// Following shows the session; Esc or Ctrl+C cancels it, other keys do nothing.
+	Following State = iota
+	// AskingEscalation asks how to answer an escalation: r retries, e edits, a aborts.
+	AskingEscalation
+	// ConfirmingAbort asks "abort the session?": y aborts, anything else goes back.
+	ConfirmingAbort
+	// Editing sends keys to the line editor until Enter; Esc goes back.
+	Editing
+	// AskingApproval asks whether a tool call may run: y approves, n denies.
+	AskingApproval
+	// Cancelling has sent the cancel and waits for the session to end; a second cancel leaves.
+	Cancelling
+	// Detached has left the session without waiting for it to end.
+	Detached
+	// Ended has seen the session's end.
+	Ended
+)
+
+var stateNames = [...]string{"following", "asking-escalation", "confirming-abort", "editing", "asking-approval", "cancelling", "detached", "ended"}
+
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("state(%d)", int(s))
+}
+
+// Model is the terminal's state. Interactive and WorkflowID are set once; Step keeps the rest.
+type Model struct {
+	State State
+	// Interactive says a person types at the terminal: without one, questions become the commands
+	// that answer them.
+	Interactive bool
+	WorkflowID  string
+	// Escalation is the escalation asked about (AskingEscalation, ConfirmingAbort, Editing).
+	Escalation string
+	// Approval is the call asked about (AskingApproval).
+	Approval *contract.Approval
+	// Asked and Offered are the escalation and the call last put to the person, so each is put
+	// once even after its question closed.
+	Asked   string
+	Offered string
+}
+
+// Event is something that happened: one of Status, Key, EditInput, EditDone, Answered, Signal,
+// CancelTimeout, SessionEnded.
+type Event interface{ event() }
+
+// Status is what the session waits on, from a status the session posted or was asked for.
+type Status struct {
+	Escalation *contract.Escalation
+	Approval   *contract.Approval
+}
+
+// EditInput is one read from the terminal while the line editor is open.
+type EditInput struct{ Bytes []byte }
+
+// EditDone is the line editor's result; OK is false when it ended without a line (closed, error).
+type EditDone struct {
+	Line string
+	OK   bool
+}
+
+// Answered is the outcome of a SendAnswer: whether the session took it.
+type Answered struct{ Accepted bool }
+
+// Signal is SIGINT or SIGTERM; Reason is how the cancel names it.
+type Signal struct{ Reason string }
+
+// CancelTimeout is the end of the wait after the cancel was sent.
+type CancelTimeout struct{}
+
+// SessionEnded is the session's result arriving.
+type SessionEnded struct{}
+
+func (Status) event()        {}
+func (Key) event()           {}
+func (EditInput) event()     {}
+func (EditDone) event()      {}
+func (Answered) event()      {}
+func (Signal) event()        {}
+func (CancelTimeout) event() {}
+func (SessionEnded) event()  {}
+
+// Effect is what the follower does for a transition, in order: one of Info, SendAnswer,
+// SendApproval, SendCancel, OpenEditor, CloseEditor, FeedEditor, Leave.
+type Effect interface{ effect() }
+
+// Info prints a line for the person.
+type Info struct{ Text string }
+
+// SendAnswer answers the escalation (then report the outcome as Answered).
+type SendAnswer struct{ Answer contract.Answer }
+
+// SendApproval decides the call waiting for approval.
+type SendApproval struct{ Decision contract.ApprovalDecision }
+
+// SendCancel sends the cancel signal with Reason and starts the wait; Second names what leaves at
+// once from then on.
+type SendCancel struct{ Reason, Second string }
+
+// OpenEditor opens the line editor for an edit answer.
+type OpenEditor struct{}
+
+// CloseEditor closes it; LineEnded says Enter ended the row.
+type CloseEditor struct{ LineEnded bool }
+
+// FeedEditor hands the editor typed bytes.
+type FeedEditor struct{ Bytes []byte }
+
+// Leave stops following without waiting for the session; What names what asked for it.
+type Leave struct{ What string }
+
+func (Info) effect()         {}
+func (SendAnswer) effect()   {}
+func (SendApproval) effect() {}
+func (SendCancel) effect()   {}
+func (OpenEditor) effect()   {}
+func (CloseEditor) effect()  {}
+func (FeedEditor) effect()   {}
+func (Leave) effect()        {}
+
+// Words the person reads; tests and the follower name them from here.
+const (
+	AskText       = "[R]etry, [E]dit, [A]bort?"
+	ConfirmText   = "abort the session? It ends now, as aborted. [y]es / [n]o"
+	EditText      = "edit: corrected arguments or an instruction for the model; Enter sends it, Esc goes back"
+	DroppedText   = "edit dropped; nothing was sent"
+	EmptyEditText = "the edit is empty; nothing was sent"
+	NotAborted    = "not aborted"
+	// EditPrompt is the line editor's prompt.
+	EditPrompt = "edit> "
+	// KeyCancelReason is the reason a cancel key gives; SecondKey what leaves after it.
+	KeyCancelReason = "cancelled at the terminal"
+	SecondKey       = "a second Esc or Ctrl+C"
+	SecondSignal    = "a second signal"
+)
+
+// Step is the transition function: the model after ev, and what to do about it. It does no I/O.
+func Step(m Model, ev Event) (Model, []Effect) {
+	if m.State == Detached || m.State == Ended {
+		return m, nil
+	}
+	switch ev := ev.(type) {
+	case Status:
+		return m.status(ev)
+	case Key:
+		return m.key(ev)
+	case EditInput:
+		return m.editInput(ev.Bytes)
+	case EditDone:
+		return m.editDone(ev)
+	case Answered:
+		if ev.Accepted && m.asking() {
+			m.State, m.Escalation = Following, ""
+		}
+		return m, nil
+	case Signal:
+		if m.State == Cancelling {
+			m.State = Detached
+			return m, []Effect{Leave{What: SecondSignal}}
+		}
+		return m.cancel(ev.Reason, SecondSignal)
+	case CancelTimeout:
+		m.State = Detached
+		return m, nil
+	case SessionEnded:
+		var fx []Effect
+		if m.State == Editing {
+			fx = append(fx, CloseEditor{})
+		}
+		m.State = Ended
+		return m, fx
+	}
+	return m, nil
+}
+
+// asking reports whether a question about an escalation is open.
+func (m Model) asking() bool {
+	return m.State == AskingEscalation || m.State == ConfirmingAbort || m.State == Editing
+}
+
+// status closes a question whose escalation or call no longer waits (answered elsewhere: Slack,
+// another terminal, the deadline), then puts a new call or escalation to the person once.
+func (m Model) status(st Status) (Model, []Effect) {
+	var fx []Effect
+	if m.State == Cancelling {
+		return m, nil
+	}
+	e := st.Escalation
+	open := e != nil && e.Answer == nil && len(e.Choices) > 0
+	if m.asking() && (!open || e.ID != m.Escalation) {
+		if m.State == Editing {
+			fx = append(fx, CloseEditor{})
+		}
+		m.State, m.Escalation = Following, ""
+	}
+	if m.State == AskingApproval && (st.Approval == nil || st.Approval.CallID != m.Approval.CallID) {
+		m.State, m.Approval = Following, nil
+	}
+	if a := st.Approval; a != nil && m.Offered != a.CallID {
+		m.Offered = a.CallID
+		if m.Interactive && m.State == Following {
+			m.State, m.Approval = AskingApproval, a
+			fx = append(fx, Info{fmt.Sprintf("approve %s %s? [y]es / [n]o", a.Tool, textfmt.Clip(a.Arguments, 200))})
+		} else {
+			fx = append(fx, Info{fmt.Sprintf("%s %s waits for approval: starter approve %s %s --digest %s [--deny]", a.Tool, textfmt.Clip(a.Arguments, 120), m.WorkflowID, a.CallID, a.Digest)})
+		}
+	}
+	if open && m.Asked != e.ID && m.Escalation != e.ID {
+		// The escalation itself was printed with the session's events; this only asks.
+		m.Asked = e.ID
+		if m.Interactive && m.State == Following {
+			m.State, m.Escalation = AskingEscalation, e.ID
+			fx = append(fx, Info{AskText})
+		} else {
+			fx = append(fx, Info{fmt.Sprintf("answer with: starter answer %s %s retry|edit|abort [--text ...]", m.WorkflowID, e.ID)})
+		}
+	}
+	return m, fx
+}
+
+// key handles one keypress outside the line editor.
+func (m Model) key(k Key) (Model, []Effect) {
+	switch m.State {
+	case Cancelling:
+		if k.Cancel {
+			m.State = Detached
+			return m, []Effect{Leave{What: SecondKey}}
+		}
+		return m, nil
+	case ConfirmingAbort:
+		switch {
+		case k.Cancel && !k.Esc:
+			return m.cancel(KeyCancelReason, SecondKey)
+		case !k.Cancel && (k.Ch == 'y' || k.Ch == 'Y'):
+			m.State = AskingEscalation
+			return m, []Effect{SendAnswer{contract.Answer{EscalationID: m.Escalation, Action: contract.ActionAbort}}}
+		}
+		m.State = AskingEscalation
+		return m, []Effect{Info{NotAborted}, Info{AskText}}
+	case Editing:
+		// The follower sends what is typed in the editor as EditInput; a Key here means the same.
+		return m.editInput(k.bytes())
+	}
+	if k.Cancel {
+		return m.cancel(KeyCancelReason, SecondKey)
+	}
+	ch := strings.ToLower(string(k.Ch))
+	switch {
+	case m.State == AskingApproval && (ch == "y" || ch == "n"):
+		a := m.Approval
+		m.State, m.Approval = Following, nil
+		return m, []Effect{SendApproval{contract.ApprovalDecision{CallID: a.CallID, Digest: a.Digest, Approve: ch == "y"}}}
+	case m.State != AskingEscalation:
+		return m, nil
+	case ch == "r":
+		return m, []Effect{SendAnswer{contract.Answer{EscalationID: m.Escalation, Action: contract.ActionRetry}}}
+	case ch == "a":
+		m.State = ConfirmingAbort
+		return m, []Effect{Info{ConfirmText}}
+	case ch == "e":
+		m.State = Editing
+		return m, []Effect{Info{EditText}, OpenEditor{}}
+	}
+	return m, nil
+}
+
+// editInput handles a read while the line editor is open: Esc alone steps back without sending,
+// Ctrl+C anywhere in it closes the editor and cancels the session, the rest is typing.
+func (m Model) editInput(b []byte) (Model, []Effect) {
+	if m.State != Editing {
+		return m, nil
+	}
+	switch {
+	case len(b) == 1 && b[0] == 0x1b:
+		m.State = AskingEscalation
+		return m, []Effect{CloseEditor{}, Info{DroppedText}, Info{AskText}}
+	case strings.IndexByte(string(b), 0x03) >= 0:
+		m, fx := m.cancel(KeyCancelReason, SecondKey)
+		return m, append([]Effect{CloseEditor{}}, fx...)
+	}
+	return m, []Effect{FeedEditor{Bytes: b}}
+}
+
+// editDone handles the editor's line: an empty or missing one sends nothing and asks again.
+func (m Model) editDone(r EditDone) (Model, []Effect) {
+	if m.State != Editing {
+		return m, nil
+	}
+	m.State = AskingEscalation
+	text := strings.TrimSpace(r.Line)
+	switch {
+	case !r.OK:
+		return m, []Effect{CloseEditor{}, Info{DroppedText}, Info{AskText}}
+	case text == "":
+		return m, []Effect{CloseEditor{LineEnded: true}, Info{EmptyEditText}, Info{AskText}}
+	}
+	return m, []Effect{CloseEditor{LineEnded: true}, SendAnswer{contract.Answer{EscalationID: m.Escalation, Action: contract.ActionEdit, Text: text}}}
+}
+
+// cancel sends the cancel once; any open question closes with it.
+func (m Model) cancel(reason, second string) (Model, []Effect) {
+	m.State, m.Escalation, m.Approval = Cancelling, "", nil
+	return m, []Effect{SendCancel{Reason: reason, Second: second}}
+}
