@@ -14,17 +14,19 @@ var (
 	// (owner/name#123), so answers given on a pull request find its sessions and only those.
 	PullRequestKey = temporal.NewSearchAttributeKeyKeyword("KeelPullRequest")
 	// GitHubJobKey describes a session a pull request event started (internal/githubjobs), one
-	// "fact:value" entry each: repo:, pr:, commit:, rule:, path:. A listing returns it in clear, so a
-	// restarted bot finds a repository's running jobs and their pull requests from the server alone.
+	// "fact:value" entry each: repo:, commit:, rule:, path: (its pull request is PullRequestKey).
+	// A listing returns it in clear, so a restarted bot finds a repository's running jobs from the
+	// server alone.
 	GitHubJobKey = temporal.NewSearchAttributeKeyKeywordList("KeelGitHubJob")
 )
 
 // StartSearchAttributes are the search attributes a session starts with: running, and the pull
-// request it works on when its input names one. Every place that starts a session uses them.
-func StartSearchAttributes(in SessionInput) temporal.SearchAttributes {
+// request it works on when its input names one, then the starter's own extra ones (a pull request
+// job adds GitHubJobKey). Every place that starts a session uses them.
+func StartSearchAttributes(in SessionInput, extra ...temporal.SearchAttributeUpdate) temporal.SearchAttributes {
 	updates := []temporal.SearchAttributeUpdate{StatusKey.ValueSet(StatusRunning)}
 	if in.GitHub != nil {
 		updates = append(updates, PullRequestKey.ValueSet(in.GitHub.String()))
 	}
-	return temporal.NewSearchAttributes(updates...)
+	return temporal.NewSearchAttributes(append(updates, extra...)...)
 }

@@ -1,0 +1,184 @@
+package githubjobs
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/keelrun/keel/internal/contract"
+)
+
+const sampleRules = `
+old_commits: finish
+max_running: 3
+rules:
+  - name: review
+    for_each: file
+    files: ["**/*.go"]
+    exclude: ["vendor/**"]
+    prompt: "Review {{.Path}} in {{.Repo}}#{{.PR}} at {{.Commit}}."
+    prompt_version: v2
+    model: small
+    workdir: /srv/{{.Repo}}
+    limits: {max_turns: 5, max_duration: 10m, max_tokens: 1000}
+  - name: summary
+    for_each: pull_request
+    prompt: "Summarise {{len .Files}} files of {{.Title}}."
+  - name: docs
+    for_each: pull_request
+    files: ["docs/*.md"]
+    prompt: "Check the docs."
+`
+
+func TestParseRules(t *testing.T) {
+	r, err := ParseRules([]byte(sampleRules))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.OldCommits != OldCommitsFinish || r.MaxRunning != 3 || len(r.Rules) != 3 {
+		t.Fatalf("rules %+v", r)
+	}
+	if got := r.Rules[1].PromptVersion; got != DefaultPromptVersion {
+		t.Errorf("default prompt version %q, want %q", got, DefaultPromptVersion)
+	}
+	if got := r.Rules[0].Limits.MaxDuration; got != 10*time.Minute {
+		t.Errorf("max_duration %s, want 10m", got)
+	}
+	d, err := ParseRules([]byte("rules: [{name: a, for_each: file, prompt: x}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.OldCommits != DefaultOldCommits || d.MaxRunning != DefaultMaxRunning {
+		t.Errorf("defaults old_commits %q max_running %d, want %q %d", d.OldCommits, d.MaxRunning, DefaultOldCommits, DefaultMaxRunning)
+	}
+}
+
+func TestParseRulesRejects(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unknown key", "rules: [{name: a, for_each: file, prompt: x, promt: y}]", "promt"},
+		{"no rules", "max_running: 2", "no rules"},
+		{"bad for_each", "rules: [{name: a, for_each: commit, prompt: x}]", `for_each is "commit"`},
+		{"no name", "rules: [{for_each: file, prompt: x}]", "name"},
+		{"name with @", "rules: [{name: a@b, for_each: file, prompt: x}]", "name"},
+		{"twice", "rules: [{name: a, for_each: file, prompt: x}, {name: a, for_each: file, prompt: y}]", "used twice"},
+		{"empty prompt", "rules: [{name: a, for_each: file, prompt: ' '}]", "prompt is empty"},
+		{"bad glob", "rules: [{name: a, for_each: file, prompt: x, files: ['[']}]", `glob "["`},
+		{"unknown field", "rules: [{name: a, for_each: file, prompt: '{{.File}}'}]", "File"},
+		{"bad workdir", "rules: [{name: a, for_each: file, prompt: x, workdir: '{{.Nope}}'}]", "workdir template"},
+		{"bad old_commits", "old_commits: keep\nrules: [{name: a, for_each: file, prompt: x}]", "old_commits"},
+		{"negative limit", "rules: [{name: a, for_each: file, prompt: x, limits: {max_turns: -1}}]", "negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseRules([]byte(tc.yaml))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestMatchGlob(t *testing.T) {
+	for _, tc := range []struct {
+		glob, name string
+		want       bool
+	}{
+		{"**/*.go", "a.go", true},
+		{"**/*.go", "cmd/x/a.go", true},
+		{"**/*.go", "a.md", false},
+		{"*.go", "cmd/a.go", false},
+		{"cmd/**", "cmd/x/y", true},
+		{"cmd/**", "cmdx/y", false},
+		{"docs/*.md", "docs/a.md", true},
+		{"docs/*.md", "docs/x/a.md", false},
+		{"**", "anything/at/all", true},
+		{"a/**/b", "a/b", true},
+		{"a/**/b", "a/x/y/b", true},
+	} {
+		if got := matchGlob(tc.glob, tc.name); got != tc.want {
+			t.Errorf("matchGlob(%q, %q) = %v, want %v", tc.glob, tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestJobs(t *testing.T) {
+	r, err := ParseRules([]byte(sampleRules))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := Vars{Repo: "acme/shop", PR: 7, Title: "Fix", Commit: "abc123"}
+	def := Defaults{Model: "big", Workdir: "/work", Limits: contract.Limits{MaxTurns: 50, MaxTokens: 9}}
+	files := []string{"a.go", "cmd/b.go", "vendor/c.go", "README.md"}
+	jobs, err := r.Jobs(v, files, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type want struct{ rule, path, task, workdir, model string }
+	wants := []want{
+		{"review", "a.go", "Review a.go in acme/shop#7 at abc123.", "/srv/acme/shop", "small"},
+		{"review", "cmd/b.go", "Review cmd/b.go in acme/shop#7 at abc123.", "/srv/acme/shop", "small"},
+		{"summary", "", "Summarise 4 files of Fix.", "/work", "big"},
+	}
+	if len(jobs) != len(wants) {
+		t.Fatalf("%d jobs, want %d: %+v", len(jobs), len(wants), jobs)
+	}
+	ids := map[string]bool{}
+	for i, w := range wants {
+		j := jobs[i]
+		got := want{j.Rule, j.Path, j.Task, j.Workdir, j.Model}
+		if got != w {
+			t.Errorf("job %d: %+v, want %+v", i, got, w)
+		}
+		if j.Key.Repository != v.Repo || j.Key.Commit != v.Commit || j.Key.Path != j.Path || j.Key.Model != j.Model || !strings.HasPrefix(j.Key.PromptVersion, j.Rule+"@") {
+			t.Errorf("job %d key %+v", i, j.Key)
+		}
+		if j.GitHub != (contract.GitHubContext{Repo: v.Repo, PR: v.PR, Commit: v.Commit}) {
+			t.Errorf("job %d github %+v", i, j.GitHub)
+		}
+		ids[j.Key.WorkflowID()] = true
+	}
+	if len(ids) != len(wants) {
+		t.Errorf("workflow IDs are not distinct: %v", ids)
+	}
+	if jobs[0].Limits.MaxTurns != 5 || jobs[0].Limits.MaxTokens != 1000 || jobs[2].Limits.MaxTurns != 50 {
+		t.Errorf("limits %+v and %+v", jobs[0].Limits, jobs[2].Limits)
+	}
+	// The docs rule runs only when a docs file changed; a new commit is a new job.
+	again, err := r.Jobs(Vars{Repo: v.Repo, PR: v.PR, Commit: "def456"}, []string{"docs/x.md"}, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again) != 2 || again[0].Rule != "summary" || again[1].Rule != "docs" {
+		t.Fatalf("jobs for a docs change: %+v", again)
+	}
+	if again[0].Key.WorkflowID() == jobs[2].Key.WorkflowID() {
+		t.Error("a new commit kept the workflow ID of the old one")
+	}
+}
+
+func TestRefAttrsRoundTrip(t *testing.T) {
+	r := jobRef{WorkflowID: "keel-1", Repo: "acme/shop", PR: 7, Commit: "abc", Rule: "review", Path: "dir/a b.go"}
+	got, ok := refFromAttrs(executionWith(t, r.WorkflowID, "acme/shop#7", r.attrs()))
+	if !ok || got != r {
+		t.Fatalf("read back %+v (ok %v), want %+v", got, ok, r)
+	}
+	if _, ok := refFromAttrs(executionWith(t, "keel-2", "acme/shop#7", nil)); ok {
+		t.Error("an execution without the attribute read as a job")
+	}
+}
+
+func TestBodies(t *testing.T) {
+	r := jobRef{WorkflowID: "keel-1", Repo: "acme/shop", PR: 7, Commit: "abcdef0123", Rule: "review", Path: "a.go"}
+	done := resultBody(r, contract.Summary{Status: contract.StatusCompleted, Turns: 3, Tokens: 42, Answer: "Looks fine."}, nil)
+	for _, want := range []string{"**Keel job review** on `a.go` at abcdef0", "completed after 3 turns, 42 tokens.", "Looks fine.", JobMarker("keel-1")} {
+		if !strings.Contains(done, want) {
+			t.Errorf("result body lacks %q:\n%s", want, done)
+		}
+	}
+	if !strings.Contains(runningBody(r), JobMarker("keel-1")) || strings.Contains(runningBody(r), JobMarker("keel-10")) {
+		t.Errorf("running body's marker: %s", runningBody(r))
+	}
+	cancelled := resultBody(r, contract.Summary{Status: contract.StatusCancelled, Turns: 1, Reason: "superseded by commit 1234567"}, nil)
+	if !strings.Contains(cancelled, "cancelled after 1 turn, 0 tokens: superseded by commit 1234567.") {
+		t.Errorf("cancelled body:\n%s", cancelled)
+	}
+}
