@@ -118,7 +118,7 @@ func TestCompactTranscript(t *testing.T) {
 			}
 
 			val, err := env.ExecuteActivity(contract.CallModelActivity, contract.ModelRequest{
-				SessionID: "s", Turn: 5, Head: head, Append: fix[1:], Model: "m", Compaction: res.Compaction,
+				SessionID: "s", Turn: 5, Head: head, Append: fix[1:], ModelSettings: contract.ModelSettings{Model: "m"}, Compaction: res.Compaction,
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -97,7 +97,7 @@ func TestCallModelServesSessionEndpoint(t *testing.T) {
 			env := suite.NewTestActivityEnvironment()
 			env.RegisterActivityWithOptions(acts.CallModel, activity.RegisterOptions{Name: contract.CallModelActivity})
 			val, err := env.ExecuteActivity(contract.CallModelActivity, contract.ModelRequest{
-				SessionID: "s-" + c.name, Turn: 1, Model: "gpt-session", Endpoint: c.ep, PriorAttempts: 3,
+				SessionID: "s-" + c.name, Turn: 1, ModelSettings: contract.ModelSettings{Model: "gpt-session", Endpoint: c.ep}, PriorAttempts: 3,
 				Append: []contract.Message{{Role: contract.RoleUser, Content: "fix the failing test"}},
 			})
 			for g, n := range before {
@@ -158,9 +158,9 @@ func TestSessionEndpointThenWorkerFallbacks(t *testing.T) {
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivityWithOptions(acts.CallModel, activity.RegisterOptions{Name: contract.CallModelActivity})
 	val, err := env.ExecuteActivity(contract.CallModelActivity, contract.ModelRequest{
-		SessionID: "s", Turn: 1, Model: "gpt-session", PriorAttempts: 3,
-		Endpoint: &contract.Endpoint{BaseURL: "http://no-such-host.invalid/v1", Model: "endpoint-model"},
-		Append:   []contract.Message{{Role: contract.RoleUser, Content: "fix the failing test"}},
+		SessionID: "s", Turn: 1, PriorAttempts: 3,
+		ModelSettings: contract.ModelSettings{Model: "gpt-session", Endpoint: &contract.Endpoint{BaseURL: "http://no-such-host.invalid/v1", Model: "endpoint-model"}},
+		Append:        []contract.Message{{Role: contract.RoleUser, Content: "fix the failing test"}},
 	})
 	if err != nil {
 		t.Fatal(err)

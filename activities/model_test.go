@@ -66,7 +66,7 @@ func TestCallModelFallsBack(t *testing.T) {
 			env := suite.NewTestActivityEnvironment()
 			env.RegisterActivityWithOptions(c.acts.CallModel, activity.RegisterOptions{Name: contract.CallModelActivity})
 			val, err := env.ExecuteActivity(contract.CallModelActivity, contract.ModelRequest{
-				SessionID: "s", Turn: 1, Append: task, Model: "gpt-primary", PriorAttempts: c.prior,
+				SessionID: "s", Turn: 1, Append: task, ModelSettings: contract.ModelSettings{Model: "gpt-primary"}, PriorAttempts: c.prior,
 			})
 			if got := primaryRequests(gw) - before; got != c.wantPrimary {
 				t.Errorf("the primary got %d requests, want %d", got, c.wantPrimary)

@@ -79,7 +79,7 @@ func TestCallModelSendsTheTurnsToolText(t *testing.T) {
 			env := suite.NewTestActivityEnvironment()
 			env.RegisterActivityWithOptions(acts.CallModel, activity.RegisterOptions{Name: contract.CallModelActivity})
 			_, err := env.ExecuteActivity(contract.CallModelActivity, contract.ModelRequest{
-				SessionID: "s", Turn: 1, Model: "m", BuiltinTools: c.digest,
+				SessionID: "s", Turn: 1, ModelSettings: contract.ModelSettings{Model: "m"}, BuiltinTools: c.digest,
 				Append: []contract.Message{{Role: contract.RoleUser, Content: "fix the failing test"}},
 			})
 			if err != nil {

@@ -238,7 +238,7 @@ func TestRunToolOutcomes(t *testing.T) {
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestActivityEnvironment()
 			env.RegisterActivityWithOptions(acts.RunTool, activity.RegisterOptions{Name: contract.RunToolActivity})
-			val, err := env.ExecuteActivity(contract.RunToolActivity, contract.ToolRequest{SessionID: "s", Turn: 1, Call: c.call, Workdir: dir})
+			val, err := env.ExecuteActivity(contract.RunToolActivity, contract.ToolRequest{SessionID: "s", Turn: 1, Call: c.call, ToolSettings: contract.ToolSettings{Workdir: dir}})
 			if c.failed {
 				if err == nil || !strings.Contains(err.Error(), "side-effect log") {
 					t.Fatalf("want the runner's error, got %v", err)

@@ -67,7 +67,7 @@ func TestRunToolRefusesWorkdirWithWorkerFiles(t *testing.T) {
 			env := suite.NewTestActivityEnvironment()
 			env.RegisterActivityWithOptions(acts.RunTool, activity.RegisterOptions{Name: contract.RunToolActivity})
 			call := contract.ToolCall{ID: "c1", Name: "write_file", Arguments: `{"path":"planted.txt","content":"x"}`}
-			val, err := env.ExecuteActivity(contract.RunToolActivity, contract.ToolRequest{SessionID: "s", Turn: 1, Call: call, Workdir: workdir})
+			val, err := env.ExecuteActivity(contract.RunToolActivity, contract.ToolRequest{SessionID: "s", Turn: 1, Call: call, ToolSettings: contract.ToolSettings{Workdir: workdir}})
 			if err != nil {
 				t.Fatalf("a refusal failed the activity: %v", err)
 			}

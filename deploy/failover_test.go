@@ -107,8 +107,8 @@ func startFailoverSessions(ctx context.Context, t *testing.T, c client.Client) [
 		if err := demo.CopyWorkspace(s.workdir); err != nil {
 			t.Fatal(err)
 		}
-		in := contract.SessionInput{Task: fmt.Sprintf("failover session %d: fix the failing test", i), Workdir: s.workdir,
-			Limits: contract.Limits{MaxTurns: 30}}
+		in := contract.SessionInput{Task: fmt.Sprintf("failover session %d: fix the failing test", i), Limits: contract.Limits{MaxTurns: 30}}
+		in.Workdir = s.workdir
 		if i%2 == 0 {
 			in.Task = fakegw.WithMode(in.Task, fakegw.ModeLongCommand)
 		}

@@ -35,7 +35,7 @@ func (s *session) compact(ctx workflow.Context, deadline workflow.Future) bool {
 	req := contract.CompactRequest{
 		SessionID: workflow.GetInfo(ctx).WorkflowExecution.ID, Turn: s.state.Turns, Head: s.state.Head,
 		Compaction: s.state.Compaction, KeepReplies: contract.CompactKeepReplies, MinReplies: contract.CompactMinReplies,
-		Model: s.in.Model, Endpoint: s.in.Endpoint, Retry: s.in.Retry,
+		ModelSettings: s.in.ModelSettings,
 	}
 	fut := workflow.ExecuteActivity(workflow.WithActivityOptions(cctx, compactOptions(s.state.Turns, s.in.HeartbeatTimeout.Std())), contract.CompactActivity, req)
 	if deadline != nil {

@@ -90,7 +90,7 @@ func TestCompactionDecision(t *testing.T) {
 			w.compact = comp.compact
 			in := input(contract.Limits{MaxTurns: 20, ContextTokens: c.window})
 			if c.carry != nil {
-				in.Carry = &contract.SessionState{Head: "head-0", Compaction: c.carry}
+				in.Carry = &contract.SessionState{TranscriptRef: contract.TranscriptRef{Head: "head-0"}, Compaction: c.carry}
 			}
 			sum := w.run(in)
 			require.Equal(t, contract.StatusCompleted, sum.Status)

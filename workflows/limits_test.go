@@ -95,8 +95,8 @@ func TestCarriedStateCountsAgainstLimits(t *testing.T) {
 	w := newWorld(t, busyModel(1, usage)...)
 	in := input(contract.Limits{MaxTurns: 3})
 	in.Carry = &contract.SessionState{
-		Head:     "head-earlier",
-		Pending:  []contract.Message{{Role: contract.RoleTool, ToolCallID: "old", Content: "earlier result"}},
+		TranscriptRef: contract.TranscriptRef{Head: "head-earlier",
+			Pending: []contract.Message{{Role: contract.RoleTool, ToolCallID: "old", Content: "earlier result"}}},
 		Turns:    2,
 		Usage:    contract.Usage{InputTokens: 100},
 		Counters: contract.Counters{ToolCalls: 4, GatewayCalls: 2, GatewayAttempts: 2},

@@ -50,7 +50,7 @@ func TestReconcileFromLedger(t *testing.T) {
 				return tt.answer, nil
 			}
 
-			sum := w.run(contract.SessionInput{Task: "t", Workdir: "/w"})
+			sum := w.run(contract.SessionInput{Task: "t", Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: "/w"}}})
 			require.Equal(t, contract.StatusCompleted, sum.Status)
 			require.Equal(t, []contract.LedgerRequest{{SessionID: asked[0].SessionID, Turn: 1, CallID: "c1"}}, asked)
 			require.NotEmpty(t, asked[0].SessionID)

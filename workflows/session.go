@@ -275,26 +275,18 @@ func (s *session) runTurn(ctx workflow.Context, in contract.TurnInput, id string
 
 func (s *session) turnInput(ctx workflow.Context, turn int) contract.TurnInput {
 	builtin, tools := toolspec.Split(s.state.Tools)
-	return contract.TurnInput{
-		SessionID:        workflow.GetInfo(ctx).WorkflowExecution.ID,
-		Turn:             turn,
-		Head:             s.state.Head,
-		Pending:          s.state.Pending,
-		BuiltinTools:     builtin,
-		Tools:            tools,
-		Model:            s.in.Model,
-		Endpoint:         s.in.Endpoint,
-		Workdir:          s.in.Workdir,
-		Policy:           s.in.Policy,
-		Retry:            s.in.Retry,
-		HeartbeatTimeout: s.in.HeartbeatTimeout,
-		Sinks:            s.sinks,
-		Repeat:           s.state.Repeat,
-		Repairs:          s.state.Repairs,
-		Rejected:         s.state.Rejected,
-		Breakers:         s.state.Breakers,
-		Compaction:       s.state.Compaction,
+	in := contract.TurnInput{
+		SessionID:     workflow.GetInfo(ctx).WorkflowExecution.ID,
+		Turn:          turn,
+		TranscriptRef: s.state.TranscriptRef,
+		BuiltinTools:  builtin,
+		Tools:         tools,
+		Settings:      s.in.Settings,
+		Guards:        s.state.Guards,
+		Compaction:    s.state.Compaction,
 	}
+	in.Sinks = s.sinks
+	return in
 }
 
 // absorb folds a turn's result into the session's ledger.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/metrics/record"
-	"github.com/keelrun/keel/internal/tools/breaker"
 	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
@@ -23,7 +22,8 @@ func AgentTurn(ctx workflow.Context, in contract.TurnInput) (contract.TurnResult
 	if err != nil {
 		return contract.TurnResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "ToolsUnknown", nil)
 	}
-	t := &turn{in: in, tools: tools, repeat: in.Repeat, repairs: copyCounts(in.Repairs), rejected: slices.Clone(in.Rejected), breakers: in.Breakers, metrics: workflow.GetMetricsHandler(ctx)}
+	t := &turn{in: in, tools: tools, guards: in.Guards, metrics: workflow.GetMetricsHandler(ctx)}
+	t.guards.Repairs, t.guards.Rejected = copyCounts(in.Repairs), slices.Clone(in.Rejected)
 	if err := workflow.SetQueryHandlerWithOptions(ctx, contract.QueryTurnStep, func() (contract.TurnStep, error) { return t.step, nil },
 		workflow.QueryHandlerOptions{Description: "What the turn runs now: the model call, or a tool call and its arguments, since when"}); err != nil {
 		return contract.TurnResult{}, fmt.Errorf("registering the turn's step query: %w", err)
@@ -35,13 +35,12 @@ func AgentTurn(ctx workflow.Context, in contract.TurnInput) (contract.TurnResult
 type turn struct {
 	in contract.TurnInput
 	// tools is the whole tool list, resolved from in.BuiltinTools and in.Tools.
-	tools    []contract.ToolSpec
-	res      contract.TurnResult
-	repeat   contract.RepeatState
-	repairs  map[string]int
-	rejected []string
+	tools []contract.ToolSpec
+	res   contract.TurnResult
+	// guards are the session's, as this turn changes them (the repair counts and rejected calls
+	// are the turn's own copies); the result carries them back.
+	guards   contract.Guards
 	feedback []contract.Message
-	breakers breaker.State
 	metrics  record.Handler
 	// step is what the turn runs now (the step query and the turn's current details).
 	step contract.TurnStep
@@ -154,7 +153,7 @@ func (t *turn) callModel(ctx workflow.Context) (contract.ModelResponse, error) {
 	actx := workflow.WithActivityOptions(ctx, modelCallOptions(t.in.Turn, t.in.HeartbeatTimeout.Std()))
 	req := contract.ModelRequest{
 		SessionID: t.in.SessionID, Turn: t.in.Turn, Head: t.in.Head, Append: t.in.Pending,
-		BuiltinTools: t.in.BuiltinTools, Tools: t.in.Tools, Model: t.in.Model, Endpoint: t.in.Endpoint, Retry: t.in.Retry, Sinks: t.in.Sinks,
+		BuiltinTools: t.in.BuiltinTools, Tools: t.in.Tools, ModelSettings: t.in.ModelSettings, Sinks: t.in.Sinks,
 		Compaction: t.in.Compaction, Status: t.in.Status,
 	}
 	t.res.Counters.GatewayCalls = 1
@@ -184,7 +183,7 @@ func (t *turn) callModel(ctx workflow.Context) (contract.ModelResponse, error) {
 		}
 		t.res.Counters.GatewayAttempts = max(f.Attempts, 1)
 		t.res.Failure = &f
-		t.res.Head, t.res.Pending = t.in.Head, t.in.Pending
+		t.res.Transcript = contract.Transcript(t.in.TranscriptRef)
 		return resp, nil
 	}
 }
@@ -227,10 +226,7 @@ func isCanceled(err error) bool {
 // finish returns the turn's result: its messages in order after the assistant message.
 func (t *turn) finish() contract.TurnResult {
 	t.res.Pending = t.feedback
-	t.res.Repeat = t.repeat
-	t.res.Repairs = t.repairs
-	t.res.Rejected = t.rejected
-	t.res.Breakers = t.breakers
+	t.res.Guards = t.guards
 	return t.res
 }
 

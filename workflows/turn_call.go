@@ -34,9 +34,9 @@ func (t *turn) handleCall(ctx workflow.Context, call contract.ToolCall) error {
 		t.rejectArgs(call, p.Feedback(call.Name, t.repairsLeft(call.Name)-1))
 		return nil
 	}
-	delete(t.repairs, call.Name) // a count of zero is no entry: every turn's history carries the map
-	delete(t.repairs, anyTool)
-	t.rejected = nil
+	delete(t.guards.Repairs, call.Name) // a count of zero is no entry: every turn's history carries the map
+	delete(t.guards.Repairs, anyTool)
+	t.guards.Rejected = nil
 
 	if n := t.noteRepeat(call); n >= repeatThreshold {
 		t.blockRepeat(call, n)
@@ -77,7 +77,7 @@ func (t *turn) needsApproval(spec contract.ToolSpec) bool {
 // gateAndRun is the last gate, the tool's breaker, then the tool activity.
 func (t *turn) gateAndRun(ctx workflow.Context, call contract.ToolCall, spec contract.ToolSpec) error {
 	key := breaker.Key(spec.Name, spec.Server)
-	if d := t.breakers.Allow(t.in.Policy.Breaker, key, workflow.Now(ctx)); !d.Run {
+	if d := t.guards.Breakers.Allow(t.in.Policy.Breaker, key, workflow.Now(ctx)); !d.Run {
 		t.refuseOpen(call, key)
 		return nil
 	}
@@ -104,9 +104,9 @@ func (t *turn) refuseOpen(call contract.ToolCall, key string) {
 func (t *turn) runTool(ctx workflow.Context, call contract.ToolCall, server, key string) error {
 	actx := workflow.WithActivityOptions(ctx, toolOptions(call, t.in.Policy, t.in.HeartbeatTimeout.Std()))
 	req := contract.ToolRequest{
-		SessionID: t.in.SessionID, Turn: t.in.Turn, Call: call, Workdir: t.in.Workdir,
-		Policy: toolRunPolicy(t.in.Policy), Sinks: t.in.Sinks, Server: server,
+		SessionID: t.in.SessionID, Turn: t.in.Turn, Call: call, ToolSettings: t.in.ToolSettings, Sinks: t.in.Sinks, Server: server,
 	}
+	req.Policy = toolRunPolicy(t.in.Policy)
 	var res contract.ToolResult
 	t.stepTo(ctx, &call)
 	err := workflow.ExecuteActivity(actx, contract.RunToolActivity, req).Get(actx, &res)
@@ -133,8 +133,8 @@ func (t *turn) answer(ctx workflow.Context, call contract.ToolCall, server, key 
 	// Only MCP servers trip breakers: a failing built-in tool runs in this worker and its failures
 	// are the model's to fix (a missing file), not an outage.
 	if server != "" && !toolspec.IsPolicyViolation(res) {
-		t.breakers.Record(t.in.Policy.Breaker, key, workflow.Now(ctx), !res.IsError)
-		record.Breaker(t.metrics, key, breakerOpen(t.breakers, key, workflow.Now(ctx)))
+		t.guards.Breakers.Record(t.in.Policy.Breaker, key, workflow.Now(ctx), !res.IsError)
+		record.Breaker(t.metrics, key, breakerOpen(t.guards.Breakers, key, workflow.Now(ctx)))
 	}
 	t.reply(call, res.Content, res.IsError)
 	switch {
@@ -149,7 +149,7 @@ func (t *turn) answer(ctx workflow.Context, call contract.ToolCall, server, key 
 func (t *turn) outcomeUnknown(ctx workflow.Context, call contract.ToolCall, server, key string) {
 	record.ToolCall(t.metrics, call.Name, record.ToolUnknown)
 	if server != "" {
-		t.breakers.Record(t.in.Policy.Breaker, key, workflow.Now(ctx), false)
+		t.guards.Breakers.Record(t.in.Policy.Breaker, key, workflow.Now(ctx), false)
 	}
 	t.replyShown(call, toolspec.OutcomeUnknownFeedback(call.Name, call.Arguments))
 }
@@ -199,26 +199,26 @@ func (t *turn) reconcile(ctx workflow.Context, call contract.ToolCall, server, k
 
 // repairsLeft is how many more invalid calls this tool may make before a person is asked.
 func (t *turn) repairsLeft(tool string) int {
-	return contract.RepairCap - max(t.repairs[tool], t.repairs[anyTool])
+	return contract.RepairCap - max(t.guards.Repairs[tool], t.guards.Repairs[anyTool])
 }
 
 // rejectArgs answers a call whose arguments cannot be used, and escalates once the repair cap is
 // spent: self-correction is the first line, a person the last.
 func (t *turn) rejectArgs(call contract.ToolCall, feedback string) {
-	t.repairs[call.Name]++
-	t.repairs[anyTool]++
+	t.guards.Repairs[call.Name]++
+	t.guards.Repairs[anyTool]++
 	record.ToolCall(t.metrics, call.Name, record.ToolBlocked)
 	t.reply(call, feedback, true)
 	t.res.Counters.BlockedCalls++
-	t.rejected = append(t.rejected, triedLine(t.in.Turn, call))
-	if n := len(t.rejected); n > maxTried {
-		t.rejected = slices.Clone(t.rejected[n-maxTried:])
+	t.guards.Rejected = append(t.guards.Rejected, triedLine(t.in.Turn, call))
+	if n := len(t.guards.Rejected); n > maxTried {
+		t.guards.Rejected = slices.Clone(t.guards.Rejected[n-maxTried:])
 	}
 	t.res.Events = append(t.res.Events, contract.Event{Event: contract.EventBlocked, Turn: t.in.Turn, Tool: call.Name, CallID: call.ID, Arguments: call.Arguments, Text: feedback})
 	if t.repairsLeft(call.Name) < 0 {
 		t.escalateCall(contract.ReasonRepairCap, call,
-			fmt.Sprintf("the model sent invalid arguments %d times in a row", max(t.repairs[call.Name], t.repairs[anyTool])), feedback)
-		t.res.Escalate.Tried = slices.Clone(t.rejected)
+			fmt.Sprintf("the model sent invalid arguments %d times in a row", max(t.guards.Repairs[call.Name], t.guards.Repairs[anyTool])), feedback)
+		t.res.Escalate.Tried = slices.Clone(t.guards.Rejected)
 	}
 }
 
@@ -226,12 +226,12 @@ func (t *turn) rejectArgs(call contract.ToolCall, feedback string) {
 // how many times in a row this call has now been made.
 func (t *turn) noteRepeat(call contract.ToolCall) int {
 	key := toolspec.RepeatKey(call)
-	if key == t.repeat.Key {
-		t.repeat.Count++
+	if key == t.guards.Repeat.Key {
+		t.guards.Repeat.Count++
 	} else {
-		t.repeat = contract.RepeatState{Key: key, Count: 1}
+		t.guards.Repeat = contract.RepeatState{Key: key, Count: 1}
 	}
-	return t.repeat.Count
+	return t.guards.Repeat.Count
 }
 
 // blockRepeat refuses a spinning call without running it; a loop that goes on after that feedback

@@ -295,7 +295,9 @@ func (w *world) answer(id string, a contract.Answer) *updateOutcome {
 
 // input is a session input with the given limits and nothing else configured.
 func input(limits contract.Limits) contract.SessionInput {
-	return contract.SessionInput{Task: "make the tests pass", Workdir: "/srv/ws", Limits: limits}
+	in := contract.SessionInput{Task: "make the tests pass", Limits: limits}
+	in.Workdir = "/srv/ws"
+	return in
 }
 
 // call builds one tool call.

@@ -82,17 +82,16 @@ func sessionInput(cfg config.Config, spec sessionSpec) contract.SessionInput {
 		return *spec.input
 	}
 	return contract.SessionInput{
-		Task:             spec.task,
-		SystemPrompt:     systemPrompt,
-		Workdir:          spec.workdir,
-		Model:            cfg.Gateway.Model,
-		Endpoint:         spec.endpoint,
-		Limits:           cfg.Limits,
-		Policy:           cfg.Tools,
-		Retry:            cfg.Gateway.Retry,
-		Escalation:       cfg.Escalation.EscalationPolicy,
-		TurnsPerRun:      cfg.Temporal.TurnsPerRun,
-		HeartbeatTimeout: jsondur.Duration(cfg.Temporal.HeartbeatTimeout),
+		Task:         spec.task,
+		SystemPrompt: systemPrompt,
+		Settings: contract.Settings{
+			ModelSettings:    contract.ModelSettings{Model: cfg.Gateway.Model, Endpoint: spec.endpoint, Retry: cfg.Gateway.Retry},
+			ToolSettings:     contract.ToolSettings{Workdir: spec.workdir, Policy: cfg.Tools},
+			HeartbeatTimeout: jsondur.Duration(cfg.Temporal.HeartbeatTimeout),
+		},
+		Limits:      cfg.Limits,
+		Escalation:  cfg.Escalation.EscalationPolicy,
+		TurnsPerRun: cfg.Temporal.TurnsPerRun,
 	}
 }
 

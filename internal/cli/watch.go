@@ -111,7 +111,7 @@ func forkCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				in.Carry = &contract.SessionState{Head: head, Turns: turn, StartedAt: time.Now()}
+				in.Carry = &contract.SessionState{TranscriptRef: contract.TranscriptRef{Head: head}, Turns: turn, StartedAt: time.Now()}
 				wid := newWorkflowID("fork")
 				nameSession(p, wid)
 				snaps := snapshot.New(snapshot.Dir(cfg.Dev.StateDir))

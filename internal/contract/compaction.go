@@ -21,11 +21,9 @@ type CompactRequest struct {
 	Compaction  *Compaction `json:"compaction,omitempty"`
 	KeepReplies int         `json:"keep_replies"`
 	// MinReplies is the fewest model replies worth a summary; fewer fold nothing.
-	MinReplies int    `json:"min_replies"`
-	Model      string `json:"model,omitempty"`
-	// Endpoint is the session's model endpoint, as in ModelRequest.
-	Endpoint *Endpoint   `json:"endpoint,omitempty"`
-	Retry    RetryConfig `json:"retry"`
+	MinReplies int `json:"min_replies"`
+	// ModelSettings are the session's, as in ModelRequest.
+	ModelSettings
 }
 
 // CompactResult is the output of the CompactTranscript activity. Compaction is nil when there was

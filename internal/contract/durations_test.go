@@ -16,10 +16,10 @@ func TestSessionInputDurationsReadable(t *testing.T) {
 	in := SessionInput{
 		Task:       "t",
 		Limits:     Limits{MaxTurns: 3, MaxDuration: jsondur.Duration(30 * time.Minute), MaxTokens: 100},
-		Retry:      RetryConfig{Base: jsondur.Duration(400 * time.Millisecond), Cap: jsondur.Duration(8 * time.Second)},
-		Policy:     ToolPolicy{Approval: "writes", ApprovalTimeout: jsondur.Duration(10 * time.Minute), CommandTimeout: jsondur.Duration(2 * time.Minute)},
 		Escalation: EscalationPolicy{Deadline: jsondur.Duration(time.Hour), DefaultAction: ActionAbort},
 	}
+	in.Retry = RetryConfig{Base: jsondur.Duration(400 * time.Millisecond), Cap: jsondur.Duration(8 * time.Second)}
+	in.Policy = ToolPolicy{Approval: "writes", ApprovalTimeout: jsondur.Duration(10 * time.Minute), CommandTimeout: jsondur.Duration(2 * time.Minute)}
 	b, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)
@@ -66,8 +66,9 @@ func TestSessionInputDurationsReadable(t *testing.T) {
 // older inputs still read the same, so their histories replay.
 func TestBreakerAndHeartbeatDurationsReadable(t *testing.T) {
 	br := breaker.Config{Failures: 5, Window: jsondur.Duration(2 * time.Minute), Cooldown: jsondur.Duration(time.Minute)}
-	in := SessionInput{Task: "t", Policy: ToolPolicy{Breaker: br}, HeartbeatTimeout: jsondur.Duration(9 * time.Second)}
-	turn := TurnInput{SessionID: "s", Policy: ToolPolicy{Breaker: br}, HeartbeatTimeout: jsondur.Duration(9 * time.Second)}
+	set := Settings{ToolSettings: ToolSettings{Policy: ToolPolicy{Breaker: br}}, HeartbeatTimeout: jsondur.Duration(9 * time.Second)}
+	in := SessionInput{Task: "t", Settings: set}
+	turn := TurnInput{SessionID: "s", Settings: set}
 	cases := []struct {
 		name string
 		v    any

@@ -50,6 +50,11 @@ var (
 	goldenRepeat     = RepeatState{Key: "read_file\x00{}", Count: 2}
 	goldenRepairs    = map[string]int{"*": 1, "read_file": 2}
 	goldenRejected   = []string{"turn 2: read_file {bad"}
+	goldenGuards     = Guards{Repeat: goldenRepeat, Repairs: goldenRepairs, Rejected: goldenRejected, Breakers: goldenBreakers}
+	goldenModelSet   = ModelSettings{Model: "fast", Endpoint: goldenEndpoint, Retry: goldenRetry}
+	goldenToolSet    = ToolSettings{Workdir: "/src", Policy: goldenPolicy}
+	goldenSinks      = []string{"http://127.0.0.1:7000/events"}
+	goldenSettings   = Settings{ModelSettings: goldenModelSet, ToolSettings: goldenToolSet, Sinks: goldenSinks, HeartbeatTimeout: jsondur.Duration(9 * time.Second)}
 	goldenCompaction = &Compaction{Head: "node-3", Cut: 4}
 	goldenApproval   = &Approval{CallID: "call_1", Tool: "write_file", Digest: "abc123", Arguments: `{"path":"a"}`, Deadline: goldenTime}
 	goldenEscalation = &Escalation{
@@ -69,9 +74,8 @@ var (
 		Escalation: goldenEscalation, Approval: goldenApproval, Events: goldenEvents,
 	}
 	goldenState = SessionState{
-		Head: "node-9", Pending: goldenMsgs, Turns: 2, Usage: goldenUsage, Counters: goldenCounters, StartedAt: goldenTime,
-		Repeat: goldenRepeat, Repairs: goldenRepairs, Rejected: goldenRejected, Events: goldenEvents, EventSeq: 7,
-		Breakers: goldenBreakers, Tools: []ToolSpec{goldenTool}, Inbox: goldenMsgs[:1], SaySeq: 2,
+		TranscriptRef: TranscriptRef{Head: "node-9", Pending: goldenMsgs}, Turns: 2, Usage: goldenUsage, Counters: goldenCounters, StartedAt: goldenTime,
+		Guards: goldenGuards, Events: goldenEvents, EventSeq: 7, Tools: []ToolSpec{goldenTool}, Inbox: goldenMsgs[:1], SaySeq: 2,
 		Compaction: goldenCompaction, LastInput: 1200, CompactAt: 5,
 	}
 )
@@ -88,23 +92,20 @@ func goldenPayloads() []struct {
 		v    any
 	}{
 		{"session_input", SessionInput{
-			Task: "fix the test", SystemPrompt: "be brief", Workdir: "/src", Model: "fast", Endpoint: goldenEndpoint,
-			Limits: goldenLimits, Policy: goldenPolicy, Retry: goldenRetry, Sinks: []string{"http://127.0.0.1:7000/events"},
+			Task: "fix the test", SystemPrompt: "be brief", Settings: goldenSettings, Limits: goldenLimits,
 			Escalation: goldenEscPolicy, GitHub: &GitHubContext{Repo: "keelrun/keel", PR: 22, Commit: "ab09ab4"},
-			TurnsPerRun: 10, HeartbeatTimeout: jsondur.Duration(9 * time.Second), Carry: &carry,
+			TurnsPerRun: 10, Carry: &carry,
 		}},
 		{"session_state", goldenState},
 		{"turn_input", TurnInput{
-			SessionID: "wf-1", Turn: 3, Head: "node-9", Pending: goldenMsgs, BuiltinTools: "sha256:tools",
-			Tools: []ToolSpec{goldenTool}, Model: "fast", Endpoint: goldenEndpoint, Workdir: "/src", Policy: goldenPolicy,
-			Retry: goldenRetry, Sinks: []string{"http://127.0.0.1:7000/events"}, HeartbeatTimeout: jsondur.Duration(9 * time.Second),
-			Repeat: goldenRepeat, Repairs: goldenRepairs, Rejected: goldenRejected, Breakers: goldenBreakers,
+			SessionID: "wf-1", Turn: 3, TranscriptRef: TranscriptRef{Head: "node-9", Pending: goldenMsgs}, BuiltinTools: "sha256:tools",
+			Tools: []ToolSpec{goldenTool}, Settings: goldenSettings, Guards: goldenGuards,
 			Resume: []ToolCall{goldenCall}, Approved: &ApprovalDecision{CallID: "call_1", Digest: "abc123", Approve: true, By: "ana"},
 			Compaction: goldenCompaction, Status: goldenStatus,
 		}},
 		{"turn_result", TurnResult{
-			Head: "node-10", Pending: goldenMsgs, Final: true, Answer: "done", Usage: goldenUsage, Counters: goldenCounters,
-			Repeat: goldenRepeat, Repairs: goldenRepairs, Rejected: goldenRejected, Breakers: goldenBreakers,
+			Transcript: Transcript{Head: "node-10", Pending: goldenMsgs}, Final: true, Answer: "done", Usage: goldenUsage, Counters: goldenCounters,
+			Guards:    goldenGuards,
 			Failure:   &Failure{Class: ClassSchema, Reason: "did not parse", Attempts: 2, Partial: "half", StrictRetryMS: 500},
 			Cancelled: true, Partial: "half", NeedsApproval: goldenApproval, Resume: []ToolCall{goldenCall},
 			Escalate: &EscalationRequest{Reason: ReasonLoop, Class: ClassUnknown, Summary: "spinning", Tried: []string{"a"}, Attempts: 3, LastError: "x", Calls: []ToolCall{goldenCall}},
@@ -112,13 +113,13 @@ func goldenPayloads() []struct {
 		}},
 		{"model_request", ModelRequest{
 			SessionID: "wf-1", Turn: 3, Head: "node-9", Append: goldenMsgs, BuiltinTools: "sha256:tools", Tools: []ToolSpec{goldenTool},
-			Model: "fast", Endpoint: goldenEndpoint, Retry: goldenRetry, Sinks: []string{"http://127.0.0.1:7000/events"},
+			ModelSettings: goldenModelSet, Sinks: goldenSinks,
 			Strict: true, PriorAttempts: 2, Compaction: goldenCompaction, Status: goldenStatus,
 		}},
 		{"model_response", ModelResponse{Head: "node-10", Message: goldenMessage, Usage: goldenUsage, Attempt: 2, Model: "openai/gpt-x", Fallback: true}},
-		{"tool_request", ToolRequest{SessionID: "wf-1", Turn: 3, Call: goldenCall, Workdir: "/src", Policy: goldenPolicy, Sinks: []string{"http://127.0.0.1:7000/events"}, Server: "fs"}},
+		{"tool_request", ToolRequest{SessionID: "wf-1", Turn: 3, Call: goldenCall, ToolSettings: goldenToolSet, Sinks: goldenSinks, Server: "fs"}},
 		{"tool_result", ToolResult{Content: "ok", IsError: true, Changed: true, Fatal: true}},
-		{"compact_request", CompactRequest{SessionID: "wf-1", Turn: 3, Head: "node-9", Compaction: goldenCompaction, KeepReplies: 2, MinReplies: 3, Model: "fast", Endpoint: goldenEndpoint, Retry: goldenRetry}},
+		{"compact_request", CompactRequest{SessionID: "wf-1", Turn: 3, Head: "node-9", Compaction: goldenCompaction, KeepReplies: 2, MinReplies: 3, ModelSettings: goldenModelSet}},
 		{"compact_result", CompactResult{Compaction: goldenCompaction, Replies: 4, Usage: goldenUsage, Attempt: 1, Model: "openai/gpt-x", Fallback: true, SavedTokens: 900}},
 		{"limits", goldenLimits},
 		{"retry_config", goldenRetry},

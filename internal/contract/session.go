@@ -1,29 +1,15 @@
 package contract
 
-import (
-	"time"
-
-	"github.com/keelrun/keel/internal/jsondur"
-	"github.com/keelrun/keel/internal/tools/breaker"
-)
+import "time"
 
 // SessionInput starts one AgentSession. It is also the state carried across continue-as-new and
 // into a fork, through Carry.
 type SessionInput struct {
 	Task         string `json:"task"`
 	SystemPrompt string `json:"system_prompt,omitempty"`
-	// Workdir is the directory the tools are confined to, as the worker sees it.
-	Workdir string `json:"workdir"`
-	// Model is the model alias the gateway sends.
-	Model string `json:"model,omitempty"`
-	// Endpoint is the model endpoint the session asked for; nil leaves provider, base URL, model
-	// and key to the worker's configuration.
-	Endpoint *Endpoint   `json:"endpoint,omitempty"`
-	Limits   Limits      `json:"limits"`
-	Policy   ToolPolicy  `json:"policy"`
-	Retry    RetryConfig `json:"retry"`
-	// Sinks are URLs that activities post live events to (deltas, tool calls, retries).
-	Sinks []string `json:"sinks,omitempty"`
+	// Settings are what every turn of the session is run with.
+	Settings
+	Limits Limits `json:"limits"`
 	// Escalation configures deadlines and the default action of escalations.
 	Escalation EscalationPolicy `json:"escalation"`
 	// GitHub is the pull request the session works on, if any (see GitHubContext).
@@ -31,10 +17,6 @@ type SessionInput struct {
 	// TurnsPerRun, when set, continues the session as new after that many turns in one run, on top
 	// of whenever the server suggests it; it keeps every run's history small and bounded.
 	TurnsPerRun int `json:"turns_per_run,omitempty"`
-	// HeartbeatTimeout is how long a running model call or tool may go without a heartbeat before
-	// Temporal declares its worker dead (the outcome-unknown path for a tool, a retry for a model
-	// call); zero is DefaultHeartbeatTimeout. Workers beat at least three times per timeout.
-	HeartbeatTimeout jsondur.Duration `json:"heartbeat_timeout,omitempty"`
 	// Carry is the state of an earlier run (continue-as-new) or of a forked session.
 	Carry *SessionState `json:"carry,omitempty"`
 }
@@ -42,23 +24,17 @@ type SessionInput struct {
 // SessionState is what a session knows between turns. It is small by design: the transcript lives
 // in the message store and only its head travels here.
 type SessionState struct {
-	Head      string    `json:"head,omitempty"`
-	Pending   []Message `json:"pending,omitempty"`
+	TranscriptRef
 	Turns     int       `json:"turns"`
 	Usage     Usage     `json:"usage"`
 	Counters  Counters  `json:"counters"`
 	StartedAt time.Time `json:"started_at"`
-	// Repeat and Repairs carry repeat detection and repair counts from turn to turn and across
-	// continue-as-new, so a model that spins cannot escape by outliving a run.
-	Repeat  RepeatState    `json:"repeat"`
-	Repairs map[string]int `json:"repairs,omitempty"`
-	// Rejected lists the rejected calls since the last valid one (see TurnInput.Rejected).
-	Rejected []string `json:"rejected,omitempty"`
+	// Guards carry repeat detection, repair counts and the circuit breakers from turn to turn and
+	// across continue-as-new, so a model that spins cannot escape by outliving a run.
+	Guards
 	// Events are the most recent session-level events; EventSeq numbers them across runs.
 	Events   []Event `json:"events,omitempty"`
 	EventSeq int     `json:"event_seq,omitempty"`
-	// Breakers are the circuit breakers of the session's tools.
-	Breakers breaker.State `json:"breakers,omitzero"`
 	// Tools are the tools offered to the model: the built-in ones and those of the MCP servers,
 	// listed once when the session starts.
 	Tools []ToolSpec `json:"tools,omitempty"`

@@ -2,45 +2,24 @@ package contract
 
 import (
 	"time"
-
-	"github.com/keelrun/keel/internal/jsondur"
-	"github.com/keelrun/keel/internal/tools/breaker"
 )
 
 // TurnInput is the input of one AgentTurn child workflow.
 type TurnInput struct {
 	SessionID string `json:"session_id"`
 	Turn      int    `json:"turn"`
-	// Head is the transcript's head in the message store; Pending are messages produced since
-	// (the task, tool results, feedback) that the next model call stores first.
-	Head    string    `json:"head,omitempty"`
-	Pending []Message `json:"pending,omitempty"`
+	// TranscriptRef is where the transcript stands as the turn starts.
+	TranscriptRef
 	// BuiltinTools, when set, is the digest of a released set of built-in tools (toolspec's released
 	// sets, which every worker carries, older ones included), and Tools holds only the tools after
 	// them (those of MCP servers): the tool list travels by digest as the transcript travels by head.
 	// Empty means Tools is the whole list.
 	BuiltinTools string     `json:"builtin_tools,omitempty"`
 	Tools        []ToolSpec `json:"tools,omitempty"`
-	Model        string     `json:"model,omitempty"`
-	// Endpoint is the session's SessionInput.Endpoint.
-	Endpoint *Endpoint   `json:"endpoint,omitempty"`
-	Workdir  string      `json:"workdir"`
-	Policy   ToolPolicy  `json:"policy"`
-	Retry    RetryConfig `json:"retry"`
-	Sinks    []string    `json:"sinks,omitempty"`
-	// HeartbeatTimeout is the session's SessionInput.HeartbeatTimeout.
-	HeartbeatTimeout jsondur.Duration `json:"heartbeat_timeout,omitempty"`
-	// Repeat carries repeat detection across turns: the key of the last call and how many times in
-	// a row it was made.
-	Repeat RepeatState `json:"repeat"`
-	// Repairs counts rejected (unparsable or schema-violating) calls per tool, plus the key "*"
-	// for consecutive rejections of any tool; a person is asked once a count passes RepairCap.
-	Repairs map[string]int `json:"repairs,omitempty"`
-	// Rejected lists the rejected calls since the last valid one ("turn 2: read_file {..."), so an
-	// escalation for the repair cap shows everything that was tried.
-	Rejected []string `json:"rejected,omitempty"`
-	// Breakers carries the circuit breakers from turn to turn.
-	Breakers breaker.State `json:"breakers,omitzero"`
+	// Settings are the session's SessionInput.Settings, with the sinks attached so far.
+	Settings
+	// Guards are the session's, as the last turn left them.
+	Guards
 	// Resume continues a turn that stopped for an approval: these calls are taken through the gates
 	// again without a new model call, and Approved holds the person's decision on the first one.
 	Resume   []ToolCall        `json:"resume,omitempty"`
@@ -63,17 +42,16 @@ type RepeatState struct {
 
 // TurnResult is the output of one AgentTurn.
 type TurnResult struct {
-	Head    string    `json:"head"`
-	Pending []Message `json:"pending,omitempty"`
+	// Transcript is where the turn left the transcript: its head, always written (recorded
+	// histories hold "head" even when it is empty), and the messages not stored yet.
+	Transcript
 	// Final is true when the model answered without tool calls; Answer holds that answer.
-	Final    bool           `json:"final,omitempty"`
-	Answer   string         `json:"answer,omitempty"`
-	Usage    Usage          `json:"usage"`
-	Counters Counters       `json:"counters"`
-	Repeat   RepeatState    `json:"repeat"`
-	Repairs  map[string]int `json:"repairs,omitempty"`
-	Rejected []string       `json:"rejected,omitempty"`
-	Breakers breaker.State  `json:"breakers,omitzero"`
+	Final    bool     `json:"final,omitempty"`
+	Answer   string   `json:"answer,omitempty"`
+	Usage    Usage    `json:"usage"`
+	Counters Counters `json:"counters"`
+	// Guards are as the turn leaves them, for the next turn.
+	Guards
 	// Failure is set when the turn surfaced a failure it could not handle itself.
 	Failure *Failure `json:"failure,omitempty"`
 	// Cancelled is true when the turn stopped because it was cancelled.
@@ -113,12 +91,10 @@ type ModelRequest struct {
 	// BuiltinTools and Tools name the tools offered, as in TurnInput.
 	BuiltinTools string     `json:"builtin_tools,omitempty"`
 	Tools        []ToolSpec `json:"tools,omitempty"`
-	Model        string     `json:"model,omitempty"`
-	// Endpoint is the session's model endpoint: the primary route of this call, before the
-	// worker's fallbacks. Nil is the worker's own gateway.
-	Endpoint *Endpoint   `json:"endpoint,omitempty"`
-	Retry    RetryConfig `json:"retry"`
-	Sinks    []string    `json:"sinks,omitempty"`
+	// ModelSettings are the session's: its model, the endpoint that is this call's primary route
+	// (before the worker's fallbacks; nil is the worker's own gateway), and the backoff.
+	ModelSettings
+	Sinks []string `json:"sinks,omitempty"`
 	// Strict adds StrictInstruction because the previous reply could not be parsed. The turn sets
 	// it when it calls again, so the flag reaches whichever worker runs the call.
 	Strict bool `json:"strict,omitempty"`
@@ -149,12 +125,12 @@ type ModelResponse struct {
 
 // ToolRequest is the input of the RunTool activity.
 type ToolRequest struct {
-	SessionID string     `json:"session_id"`
-	Turn      int        `json:"turn"`
-	Call      ToolCall   `json:"call"`
-	Workdir   string     `json:"workdir"`
-	Policy    ToolPolicy `json:"policy"`
-	Sinks     []string   `json:"sinks,omitempty"`
+	SessionID string   `json:"session_id"`
+	Turn      int      `json:"turn"`
+	Call      ToolCall `json:"call"`
+	// ToolSettings are the session's: the working directory and the tool policy.
+	ToolSettings
+	Sinks []string `json:"sinks,omitempty"`
 	// Server is the MCP server for MCP tools; empty for built-in tools.
 	Server string `json:"server,omitempty"`
 }

@@ -115,8 +115,9 @@ func startChaosSessions(ctx context.Context, t *testing.T, queue string) []clien
 		var err error
 		runs[i], err = env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue},
 			contract.SessionWorkflow, contract.SessionInput{
-				Task: fmt.Sprintf("chaos session %d: fix the failing test", i), Workdir: dir,
-				Limits: contract.Limits{MaxTurns: 30}, HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout),
+				Task:     fmt.Sprintf("chaos session %d: fix the failing test", i),
+				Limits:   contract.Limits{MaxTurns: 30},
+				Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: dir}, HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout)},
 			})
 		if err != nil {
 			t.Fatal(err)

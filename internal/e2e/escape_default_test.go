@@ -351,7 +351,7 @@ func removeCgroupTree(d string) {
 func (r *classRig) session(task, workdir string) client.WorkflowRun {
 	r.t.Helper()
 	run, err := r.client.ExecuteWorkflow(r.ctx, client.StartWorkflowOptions{TaskQueue: r.queue},
-		contract.SessionWorkflow, contract.SessionInput{Task: task, Workdir: workdir, Limits: contract.Limits{MaxTurns: 40}})
+		contract.SessionWorkflow, contract.SessionInput{Task: task, Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: workdir}}, Limits: contract.Limits{MaxTurns: 40}})
 	if err != nil {
 		r.t.Fatal(err)
 	}

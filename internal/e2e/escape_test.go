@@ -69,7 +69,7 @@ func runEscape(t *testing.T, way string) {
 	task := fakegw.EscapeTask(mode, env.Address(), gw.Host, outside, w.cmd.Process.Pid)
 	before := snapshotOutside(t, base, ws)
 	run, err := env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: envValue(environ, "KEEL_TEMPORAL_TASK_QUEUE")},
-		contract.SessionWorkflow, contract.SessionInput{Task: task, Workdir: ws, Limits: contract.Limits{MaxTurns: 40}})
+		contract.SessionWorkflow, contract.SessionInput{Task: task, Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: ws}}, Limits: contract.Limits{MaxTurns: 40}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,8 +54,9 @@ func TestRateLimitedHerdSpreads(t *testing.T) {
 		runs[i], err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: cfg.Temporal.TaskQueue},
 			contract.SessionWorkflow, contract.SessionInput{
 				// A task of its own per session, so the gateway sees 50 different first calls.
-				Task:    fakegw.WithMode(fmt.Sprintf("session %d: fix the failing test", i), fakegw.ModeRateLimit),
-				Workdir: dir, Limits: cfg.Limits, Sinks: []string{sink.URL()},
+				Task:     fakegw.WithMode(fmt.Sprintf("session %d: fix the failing test", i), fakegw.ModeRateLimit),
+				Limits:   cfg.Limits,
+				Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: dir}, Sinks: []string{sink.URL()}},
 			})
 		if err != nil {
 			t.Fatal(err)

@@ -262,8 +262,10 @@ func (d *drill) startSessionID(id, mode string) {
 		d.t.Fatal(err)
 	}
 	_, err := d.srv.Client().ExecuteWorkflow(d.ctx, client.StartWorkflowOptions{ID: id, TaskQueue: d.queue}, contract.SessionWorkflow, contract.SessionInput{
-		Task: fakegw.WithMode("drill session: fix the failing test", mode), Workdir: dir,
-		Limits: contract.Limits{MaxTurns: 30}, HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout), Sinks: []string{d.sink.srv.URL},
+		Task:   fakegw.WithMode("drill session: fix the failing test", mode),
+		Limits: contract.Limits{MaxTurns: 30},
+		Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: dir}, HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout),
+			Sinks: []string{d.sink.srv.URL}},
 	})
 	if err != nil {
 		d.t.Fatalf("starting session %s: %v", id, err)

@@ -52,8 +52,8 @@ func TestWorkerDiesMidTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, err := env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: envValue(environ, "KEEL_TEMPORAL_TASK_QUEUE")},
-		contract.SessionWorkflow, contract.SessionInput{Task: fakegw.WithMode("fix the failing test", fakegw.ModeLongCommand), Workdir: ws, Limits: contract.Limits{MaxTurns: 20},
-			HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout)})
+		contract.SessionWorkflow, contract.SessionInput{Task: fakegw.WithMode("fix the failing test", fakegw.ModeLongCommand), Limits: contract.Limits{MaxTurns: 20},
+			Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: ws}, HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout)}})
 	if err != nil {
 		t.Fatal(err)
 	}

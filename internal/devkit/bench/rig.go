@@ -154,8 +154,8 @@ func (r *Rig) startOptions(id string) client.StartWorkflowOptions {
 // StartSession starts one AgentSession with the given task (unique per session: the scripted
 // model keys its stamps by it).
 func (r *Rig) StartSession(ctx context.Context, id, task string) (client.WorkflowRun, error) {
-	in := contract.SessionInput{Task: task, Workdir: r.Workdir, Limits: contract.Limits{MaxTurns: r.opts.ToolTurns + 5},
-		HeartbeatTimeout: jsondur.Duration(r.opts.HeartbeatTimeout)}
+	in := contract.SessionInput{Task: task, Limits: contract.Limits{MaxTurns: r.opts.ToolTurns + 5}}
+	in.Workdir, in.HeartbeatTimeout = r.Workdir, jsondur.Duration(r.opts.HeartbeatTimeout)
 	run, err := r.Client.ExecuteWorkflow(ctx, r.startOptions(id), contract.SessionWorkflow, in)
 	if err != nil {
 		return nil, fmt.Errorf("starting session %s: %w", id, err)
