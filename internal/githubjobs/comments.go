@@ -114,14 +114,15 @@ func (j *Jobs) upsertComment(ctx context.Context, repo string, pr int, marker, b
 	return nil
 }
 
-// retryGitHub runs post until it succeeds, ctx is done, or attempts run out, waiting 1, 2, 4, ...
-// seconds between attempts: a result must not be lost to one failed request.
+// retryGitHub runs post until it succeeds, GitHub refuses it for good, ctx is done, or attempts
+// run out, waiting 1, 2, 4, ... seconds between attempts: a result must not be lost to one failed
+// request.
 func retryGitHub(ctx context.Context, attempts int, post func() error) error {
 	var err error
 	wait := time.Second
 	for i := 0; i < attempts; i++ {
-		if err = post(); err == nil {
-			return nil
+		if err = post(); err == nil || refused(err) {
+			return err
 		}
 		var rl *github.RateLimitError
 		if errors.As(err, &rl) {
@@ -135,4 +136,17 @@ func retryGitHub(ctx context.Context, attempts int, post func() error) error {
 		wait = min(2*wait, time.Minute)
 	}
 	return err
+}
+
+// refused says GitHub answered with a client error that asking again will not change (not found,
+// no permission, invalid); rate limits are not among them.
+func refused(err error) bool {
+	var rl *github.RateLimitError
+	var abuse *github.AbuseRateLimitError
+	var er *github.ErrorResponse
+	if errors.As(err, &rl) || errors.As(err, &abuse) || !errors.As(err, &er) || er.Response == nil {
+		return false
+	}
+	code := er.Response.StatusCode
+	return code >= 400 && code < 500 && code != 429
 }

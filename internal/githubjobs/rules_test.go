@@ -1,9 +1,15 @@
 package githubjobs
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-github/v84/github"
 
 	"github.com/keelrun/keel/internal/contract"
 )
@@ -180,5 +186,31 @@ func TestBodies(t *testing.T) {
 	cancelled := resultBody(r, contract.Summary{Status: contract.StatusCancelled, Turns: 1, Reason: "superseded by commit 1234567"}, nil)
 	if !strings.Contains(cancelled, "cancelled after 1 turn, 0 tokens: superseded by commit 1234567.") {
 		t.Errorf("cancelled body:\n%s", cancelled)
+	}
+}
+
+func TestRefused(t *testing.T) {
+	resp := func(code int) *http.Response { return &http.Response{StatusCode: code} }
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"not found", &github.ErrorResponse{Response: resp(404)}, true},
+		{"invalid", fmt.Errorf("editing: %w", &github.ErrorResponse{Response: resp(422)}), true},
+		{"server error", &github.ErrorResponse{Response: resp(502)}, false},
+		{"too many", &github.ErrorResponse{Response: resp(429)}, false},
+		{"rate limit", &github.RateLimitError{Response: resp(403)}, false},
+		{"secondary rate limit", &github.AbuseRateLimitError{Response: resp(403)}, false},
+		{"no answer", errors.New("connection refused"), false},
+	} {
+		if got := refused(tc.err); got != tc.want {
+			t.Errorf("%s: refused = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	calls := 0
+	err := retryGitHub(context.Background(), 5, func() error { calls++; return &github.ErrorResponse{Response: resp(404)} })
+	if err == nil || calls != 1 {
+		t.Errorf("a refused post was tried %d times (error %v), want once", calls, err)
 	}
 }

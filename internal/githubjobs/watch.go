@@ -60,12 +60,13 @@ func (j *Jobs) await(ctx context.Context, workflowID string) (contract.Summary, 
 	return sum, nil
 }
 
-// Resume gives this process a watcher for every job that runs, or ended within the resume window,
-// so results of jobs whose bot stopped are posted (a comment that already shows the result is
+// Resume gives this process a watcher for every job on its task queue that runs, or ended within
+// the resume window, so results of jobs whose bot stopped are posted (a comment that already shows the result is
 // left as it is). A bot calls it once at start; several bots may, each edits the same comments.
 func (j *Jobs) Resume(ctx context.Context) error {
 	since := time.Now().Add(-j.cfg.ResumeWindow).UTC().Format(time.RFC3339)
-	q := fmt.Sprintf("%s IS NOT NULL AND (ExecutionStatus = 'Running' OR CloseTime > %s)", contract.GitHubJobKey.GetName(), quote(since))
+	q := fmt.Sprintf("%s IS NOT NULL AND TaskQueue = %s AND (ExecutionStatus = 'Running' OR CloseTime > %s)",
+		contract.GitHubJobKey.GetName(), quote(j.cfg.TaskQueue), quote(since))
 	refs, err := j.list(ctx, q)
 	if err != nil {
 		return fmt.Errorf("resuming the watchers of github jobs: %w", err)

@@ -217,6 +217,7 @@ func searchAttributes() temporal.SearchAttributes {
 		contract.TurnsKey.ValueSet(0),
 		contract.TokensKey.ValueSet(0),
 		contract.PendingEscalationKey.ValueSet(false),
+		contract.PullRequestKey.ValueSet(""),
 		contract.GitHubJobKey.ValueSet(nil),
 	)
 }
