@@ -41,6 +41,7 @@ func Rows() []Row {
 		tool("hang", contract.StatusCompleted, 0, []string{"KEEL_TOOLS_COMMAND_TIMEOUT=2s"}, sawText(contract.EventToolResult, "stopped")),
 		tool("breaker", contract.StatusCompleted, 0, nil, sawText(contract.EventBlocked, "unavailable")),
 		tool("bad_args", contract.StatusAborted, 1, []string{"KEEL_ESCALATION_DEADLINE=2s"}, sawText(contract.EventEscalation, "invalid arguments")),
+		{Name: "github /keel edit", GitHub: true, Status: contract.StatusCompleted},
 		{Name: "limit max-turns", Args: []string{"--max-turns", "2"}, Status: contract.StatusLimit, Code: 3, Limit: contract.LimitTurns},
 		{Name: "limit max-tokens", Args: []string{"--max-tokens", "500"}, Status: contract.StatusLimit, Code: 3, Limit: contract.LimitTokens},
 		{Name: "limit max-duration", Args: []string{"--max-duration", "3s", "--inject", "long_command"}, Status: contract.StatusLimit, Code: 3, Limit: contract.LimitDuration},

@@ -39,6 +39,9 @@ type Row struct {
 	Say   string
 	// Check, when set, checks anything else.
 	Check func(events []contract.Event, s contract.Summary) error
+	// GitHub runs the row's session on a pull request of a local GitHub, and its escalation is
+	// answered there: a collaborator's `/keel edit` comment through the GitHub bot.
+	GitHub bool
 }
 
 // Result is the outcome of one row.
@@ -93,9 +96,21 @@ func runRow(ctx context.Context, starter string, env []string, r Row) Result {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	args := append([]string{"demo", "--output", "jsonl"}, r.Args...)
-	cmd := exec.CommandContext(ctx, starter, args...)
 	dir := stateDir(r.Name)
 	defer os.RemoveAll(dir)
+	var rig *githubRig
+	if r.GitHub {
+		var err error
+		if rig, err = startGitHubRig(ctx, env); err != nil {
+			return Result{Row: r, Err: err}
+		}
+		defer rig.close()
+		if args, err = rig.args(dir); err != nil {
+			return Result{Row: r, Err: err}
+		}
+		r.Env, r.Check = append(r.Env, rig.env()...), rig.check
+	}
+	cmd := exec.CommandContext(ctx, starter, args...)
 	// A state folder and a task queue of its own: no other worker can take this row's tasks.
 	cmd.Env = append(append([]string(nil), env...), "KEEL_DEV_STATE_DIR="+dir, "KEEL_TEMPORAL_TASK_QUEUE="+filepath.Base(dir))
 	cmd.Env = append(cmd.Env, r.Env...)
@@ -112,7 +127,7 @@ func runRow(ctx context.Context, starter string, env []string, r Row) Result {
 	var sum contract.Summary
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	cancelled := false
+	cancelled, answered := false, false
 	var wid string
 	said := make(chan error, 1)
 	for sc.Scan() {
@@ -131,6 +146,10 @@ func runRow(ctx context.Context, starter string, env []string, r Row) Result {
 			r.SayOn = nil
 			go func() { said <- say(ctx, starter, cmd.Env, wid, r.Say) }()
 		}
+		if rig != nil && !answered && e.Event == contract.EventEscalation && e.Escalation != nil {
+			answered = true
+			go rig.answer(ctx)
+		}
 		if r.CancelOn != nil && !cancelled && r.CancelOn(e) {
 			cancelled = true
 			_ = cmd.Process.Signal(os.Interrupt)
@@ -139,6 +158,9 @@ func runRow(ctx context.Context, starter string, env []string, r Row) Result {
 	_ = cmd.Wait()
 	res := Result{Row: r, Summary: sum, Duration: time.Since(start)}
 	res.Err = check(r, cmd.ProcessState.ExitCode(), events, sum)
+	if res.Err != nil && rig != nil {
+		res.Err = rig.explain(res.Err)
+	}
 	if r.Say != "" && res.Err == nil {
 		select {
 		case err := <-said:
