@@ -98,7 +98,8 @@ func (g *GitHubNotifier) target(e contract.Escalation) (contract.GitHubContext, 
 	if pr.Repo == "" || pr.PR <= 0 {
 		return pr, fmt.Errorf("escalation %s of session %s: %w", e.ID, e.WorkflowID, ErrNoPullRequest)
 	}
-	if err := pr.Check(); err != nil {
+	// The commit is not used here, so only what names the pull request is checked.
+	if err := (contract.GitHubContext{Repo: pr.Repo, PR: pr.PR}).Check(); err != nil {
 		return pr, fmt.Errorf("escalation %s of session %s: %w", e.ID, e.WorkflowID, err)
 	}
 	return pr, nil
