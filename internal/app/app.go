@@ -52,10 +52,23 @@ func DialWithMetrics(ctx context.Context, cfg config.Config, mh client.MetricsHa
 	})
 }
 
-// RegisterWorkflows registers both workflows under their contract names.
+// RegisterWorkflows registers both workflows under their contract names, with their Worker
+// Versioning behaviours (sessionBehavior, turnBehavior; unversioned workers ignore them).
 func RegisterWorkflows(w worker.WorkflowRegistry) {
-	w.RegisterWorkflowWithOptions(workflows.AgentSession, workflow.RegisterOptions{Name: contract.SessionWorkflow})
-	w.RegisterWorkflowWithOptions(workflows.AgentTurn, workflow.RegisterOptions{Name: contract.TurnWorkflow})
+	registerWorkflows(w, nil)
+}
+
+// SessionWorkflow is the signature of the session workflow a worker serves.
+type SessionWorkflow = func(workflow.Context, contract.SessionInput) (contract.Summary, error)
+
+// registerWorkflows is RegisterWorkflows with session serving the session workflow instead of
+// workflows.AgentSession when it is not nil.
+func registerWorkflows(w worker.WorkflowRegistry, session SessionWorkflow) {
+	if session == nil {
+		session = workflows.AgentSession
+	}
+	w.RegisterWorkflowWithOptions(session, workflow.RegisterOptions{Name: contract.SessionWorkflow, VersioningBehavior: sessionBehavior})
+	w.RegisterWorkflowWithOptions(workflows.AgentTurn, workflow.RegisterOptions{Name: contract.TurnWorkflow, VersioningBehavior: turnBehavior})
 }
 
 // ToolHook wraps the activities' tool runner at wiring time: the demo injects a tool fault, the
@@ -256,19 +269,44 @@ func NewWorker(c client.Client, cfg config.Config, acts *activities.Activities) 
 // NewWorkerWith creates a worker on queue with opts and the heartbeat cadence hb, registering both
 // workflows and every activity.
 func NewWorkerWith(c client.Client, queue string, opts worker.Options, hb Heartbeats, acts *activities.Activities) worker.Worker {
+	return newWorker(c, queue, opts, hb, acts, nil)
+}
+
+func newWorker(c client.Client, queue string, opts worker.Options, hb Heartbeats, acts *activities.Activities, session SessionWorkflow) worker.Worker {
 	acts.HeartbeatEvery = hb.Every
 	opts.MaxHeartbeatThrottleInterval = hb.Throttle()
 	w := worker.New(c, queue, opts)
-	RegisterWorkflows(w)
+	registerWorkflows(w, session)
 	acts.Register(w)
 	return w
+}
+
+// Wiring is what a worker process serves beyond its configuration: hooks around the tool runner
+// (the drills record every execution) and a session workflow in place of Keel's (a drill's
+// second build wraps it with a versioned change). Production wiring is the zero value.
+type Wiring struct {
+	Hooks   []ToolHook
+	Session SessionWorkflow
 }
 
 // RunWorker is the worker process: connect, build the dependencies, serve metrics if configured,
 // and serve the task queue until ctx ends.
 func RunWorker(ctx context.Context, cfg config.Config, hooks ...ToolHook) error {
+	return RunWorkerWith(ctx, cfg, Wiring{Hooks: hooks})
+}
+
+// RunWorkerWith is RunWorker with wiring. With temporal.deployment set the worker is versioned
+// (Versioning) and, once it polls, makes itself current in a deployment that has no current
+// version yet (AdoptDeployment). Only this process is ever versioned: the workers the starter
+// runs in its own process (demo, dev, run --dev) stay unversioned, so a demo never takes a
+// deployment's traffic.
+func RunWorkerWith(ctx context.Context, cfg config.Config, wiring Wiring) error {
 	logs.Operator(os.Stderr, cfg.LogLevel)
 	if err := CheckSandbox(cfg); err != nil {
+		return err
+	}
+	dep, err := Versioning(cfg)
+	if err != nil {
 		return err
 	}
 	if cfg.Sandbox != nil {
@@ -295,16 +333,23 @@ func RunWorker(ctx context.Context, cfg config.Config, hooks ...ToolHook) error 
 	if err := EnsureSearchAttributes(ctx, c, cfg.Temporal.Namespace); err != nil {
 		return err
 	}
-	acts, closeDeps, err := Activities(ctx, cfg, "", hooks...)
+	acts, closeDeps, err := Activities(ctx, cfg, "", wiring.Hooks...)
 	if err != nil {
 		return err
 	}
 	defer closeDeps()
-	w := NewWorker(c, cfg, acts)
+	hb := ChooseHeartbeats(ctx, c, cfg.Temporal.Namespace, cfg.Temporal.FallbackHeartbeat)
+	w := newWorker(c, cfg.Temporal.TaskQueue, worker.Options{DeploymentOptions: dep}, hb, acts, wiring.Session)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("starting the worker: %w", err)
 	}
 	slog.Info(StartLine(cfg))
+	if dep.UseVersioning {
+		if err := announceVersion(ctx, c, dep.Version); err != nil {
+			w.Stop()
+			return err
+		}
+	}
 	<-ctx.Done()
 	w.Stop()
 	return nil
@@ -328,6 +373,10 @@ func StartLine(cfg config.Config) string {
 	if cfg.Sandbox == nil {
 		sandbox = "off (tools.sandbox: off; commands run unconfined)"
 	}
-	return fmt.Sprintf("worker ready: task queue %q on Temporal %s (namespace %s); model %s; sandbox %s",
+	line := fmt.Sprintf("worker ready: task queue %q on Temporal %s (namespace %s); model %s; sandbox %s",
 		cfg.Temporal.TaskQueue, cfg.Temporal.Address, cfg.Temporal.Namespace, model, sandbox)
+	if cfg.Temporal.Deployment != "" {
+		line += fmt.Sprintf("; deployment %s, build %s", cfg.Temporal.Deployment, cfg.Temporal.BuildID)
+	}
+	return line
 }

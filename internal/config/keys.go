@@ -143,6 +143,8 @@ const (
 	TemporalTurnsPerRun       = "temporal.turns_per_run"
 	TemporalFallbackHeartbeat = "temporal.fallback_heartbeat"
 	TemporalHeartbeatTimeout  = "temporal.heartbeat_timeout"
+	TemporalDeployment        = "temporal.deployment"
+	TemporalBuildID           = "temporal.build_id"
 	TemporalProfile           = "temporal.profile"
 	TemporalAPIKey            = "temporal.api_key"
 	TemporalConnectTimeout    = "temporal.connect_timeout"
@@ -216,6 +218,7 @@ const (
 	EscalationGitHubSecret       = "escalation.github.webhook_secret"
 	EscalationGitHubListen       = "escalation.github.listen"
 	EscalationGitHubTeams        = "escalation.github.teams"
+	EscalationGitHubJobs         = "escalation.github.jobs"
 	EscalationWebhookURL         = "escalation.webhook.url"
 	EscalationWebhookSecret      = "escalation.webhook.secret"
 
@@ -242,7 +245,7 @@ var settings = []Setting{
 	{Name: TemporalNamespace, Default: "default", Env: []string{"TEMPORAL_NAMESPACE"},
 		Flag: "namespace", FlagUsage: "Temporal namespace", FlagIn: Starter | SlackBot | GitHubBot, ReadBy: Worker | Starter | SlackBot | GitHubBot,
 		Doc: "Temporal namespace", into: func(d *draft) any { return &d.Temporal.Namespace }},
-	{Name: TemporalTaskQueue, Default: contract.TaskQueue, ReadBy: Worker | Starter,
+	{Name: TemporalTaskQueue, Default: contract.TaskQueue, ReadBy: Worker | Starter | GitHubBot,
 		Doc: "the queue workers poll", into: func(d *draft) any { return &d.Temporal.TaskQueue }},
 	{Name: TemporalUIURL, Default: "", ReadBy: Worker | Starter,
 		DefaultDoc: "empty: `http://` + the host of `temporal.address` + `:` + `dev.ui_port`",
@@ -258,6 +261,17 @@ var settings = []Setting{
 			"the worker says so at start); with worker commands they heartbeat every 15 s, for liveness only (docs/failure-handling.md)",
 		Hint: "heartbeat cadence when the server cannot push cancellation to the worker",
 		into: func(d *draft) any { return &d.Temporal.FallbackHeartbeat }},
+	{Name: TemporalDeployment, Default: "", DefaultDoc: "empty: no Worker Versioning", ReadBy: Worker | Starter,
+		Doc: "the Worker Deployment a worker belongs to: set, the worker is versioned (with `temporal.build_id`), takes only " +
+			"the work its version is current or ramping for, and makes itself current when the deployment has no current " +
+			"version yet; `starter release` moves the rest ([operations](operations.md#releasing-a-new-build))",
+		Hint: "Worker Deployment name; set it (with temporal.build_id) to release builds with Worker Versioning",
+		into: func(d *draft) any { return &d.Temporal.Deployment }},
+	{Name: TemporalBuildID, Default: "", ReadBy: Worker,
+		Doc: "this worker's build within `temporal.deployment` (required with it): one ID per build of the code, e.g. the " +
+			"commit; two builds that differ must never share one",
+		Hint: "this build's ID within temporal.deployment, e.g. the commit",
+		into: func(d *draft) any { return &d.Temporal.BuildID }},
 	{Name: TemporalHeartbeatTimeout, Kind: Duration, Default: "0", ReadBy: Starter,
 		DefaultDoc: "`0`: " + contract.DefaultHeartbeatTimeout.String(),
 		Doc: "how long a session's running model call or tool may go without a heartbeat before Temporal declares its worker dead: " +
@@ -510,6 +524,9 @@ var settings = []Setting{
 		Doc:  "`org/team-slug` teams whose members may use the `/keel` commands besides collaborators with write access",
 		Hint: "e.g. [acme/release-managers]",
 		into: func(d *draft) any { return &d.Escalation.GitHub.Teams }},
+	{Name: EscalationGitHubJobs, Kind: Path, Default: "", DefaultDoc: "empty: pull request events start nothing", ReadBy: GitHubBot,
+		Doc:  "the rule file of the jobs the GitHub bot starts from pull request events ([github](github.md#the-rule-file)); their sessions start from the bot's own gateway, tools, limits and escalation keys",
+		into: func(d *draft) any { return &d.Escalation.GitHub.Jobs }},
 	{Name: EscalationWebhookURL, Default: "", ReadBy: Worker,
 		Doc: "where the escalation record is POSTed as JSON", into: func(d *draft) any { return &d.Escalation.Webhook.URL }},
 	{Name: EscalationWebhookSecret, Default: "", ReadBy: Worker,
