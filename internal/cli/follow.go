@@ -56,12 +56,12 @@ type follower struct {
 
 	// screen and prog draw the status region; screen passes output through unchanged when the
 	// output is not a terminal.
-	screen *screen
+	screen *tui.Screen
 	prog   *progress
 	// turn is the turn of the last live model event, so a new turn's first event can wait until
 	// the session-level events before it are printed.
 	turn   int
-	editor *lineEditor
+	editor *tui.LineEditor
 	// leaving names what asked to leave at once (a second cancel key or signal); "" until then.
 	leaving string
 	// settle fires CancelWait after the cancel was sent; nil before.
@@ -103,7 +103,7 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	f.screen, f.prog = newScreen(nil), newProgress(time.Now())
+	f.screen, f.prog = tui.NewScreen(nil), newProgress(time.Now())
 	f.m = tui.Model{Interactive: f.interactive, WorkflowID: f.workflowID}
 	keys, restore := f.readKeys()
 	defer restore()
@@ -141,7 +141,7 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 			if !time.Now().Before(f.nextPoll) {
 				f.pollStatus(ctx)
 			}
-			f.screen.draw(f.prog.lines(time.Now()))
+			f.screen.Draw(f.prog.lines(time.Now()))
 		case <-f.settle:
 			select {
 			case r := <-done:
@@ -235,12 +235,12 @@ func (f *follower) attachScreen() func() {
 	}
 	tp.mu.Lock()
 	w := tp.w
-	f.screen = newScreen(w)
+	f.screen = tui.NewScreen(w)
 	tp.w = f.screen
 	tp.mu.Unlock()
 	return func() {
-		f.screen.release()
-		f.screen.clear()
+		f.screen.Release()
+		f.screen.Clear()
 		tp.mu.Lock()
 		tp.w = w
 		tp.mu.Unlock()

@@ -16,17 +16,13 @@ import (
 	"github.com/keelrun/keel/internal/tui"
 )
 
-// isTerminal reports whether f is a terminal a person types at: /dev/null and other character
-// devices are not.
-func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
-
 // terminal is the standard input Run was given when it is a terminal, else nil. A process has one
 // terminal and one reader of it (stdinChunks), so this is the process's, not a command's.
 var terminal atomic.Pointer[os.File]
 
 // useTerminal keeps stdin as the terminal keys are read from when it is one.
 func useTerminal(stdin io.Reader) {
-	if f, ok := stdin.(*os.File); ok && isTerminal(f) {
+	if f, ok := stdin.(*os.File); ok && tui.IsTerminal(f) {
 		terminal.Store(f)
 		return
 	}
@@ -139,12 +135,12 @@ func (f *follower) step(ctx context.Context, ev tui.Event) {
 		case tui.SendCancel:
 			f.cancel(ctx, fx.Reason, fx.Second)
 		case tui.OpenEditor:
-			f.editor = newLineEditor(f.screen.hold(), f.screen.width(), tui.EditPrompt)
+			f.editor = tui.NewLineEditor(f.screen.Hold(), f.screen.Width(), tui.EditPrompt)
 		case tui.CloseEditor:
 			f.endEdit(fx.LineEnded)
 		case tui.FeedEditor:
 			if f.editor != nil {
-				f.editor.feed(fx.Bytes)
+				f.editor.Feed(fx.Bytes)
 			}
 		case tui.Leave:
 			f.leaving = fx.What
@@ -153,90 +149,26 @@ func (f *follower) step(ctx context.Context, ev tui.Event) {
 }
 
 // edited hands the line editor's result to the state machine; a pasted line counts as typed.
-func (f *follower) edited(ctx context.Context, r editResult) {
-	f.step(ctx, tui.EditDone{Line: r.line, OK: r.err == nil || errors.Is(r.err, term.ErrPasteIndicator)})
+func (f *follower) edited(ctx context.Context, r tui.EditResult) {
+	f.step(ctx, tui.EditDone{Line: r.Line, OK: r.Err == nil || errors.Is(r.Err, term.ErrPasteIndicator)})
 }
 
 // endEdit closes the line editor and prints what waited behind it; lineEnded says the person
 // pressed Enter, which ended the row.
 func (f *follower) endEdit(lineEnded bool) {
 	if f.editor != nil {
-		f.editor.close(lineEnded)
+		f.editor.Close(lineEnded)
 		f.editor = nil
 	}
-	f.screen.release()
+	f.screen.Release()
 }
 
 // editDone is the channel the line editor's result arrives on; nil when nobody is editing.
-func (f *follower) editDone() <-chan editResult {
+func (f *follower) editDone() <-chan tui.EditResult {
 	if f.editor == nil {
 		return nil
 	}
-	return f.editor.done
-}
-
-// editResult is what the line editor read: the line, or why there is none.
-type editResult struct {
-	line string
-	err  error
-}
-
-// lineEditor reads one line with golang.org/x/term's editor (echo, cursor keys, backspace,
-// Enter), fed by the follower with the bytes of the single standard input reader.
-type lineEditor struct {
-	in   chan []byte
-	done chan editResult
-	out  io.Writer
-}
-
-func newLineEditor(out io.Writer, width int, prompt string) *lineEditor {
-	e := &lineEditor{in: make(chan []byte, 64), done: make(chan editResult, 1), out: out}
-	t := term.NewTerminal(struct {
-		io.Reader
-		io.Writer
-	}{&chanReader{ch: e.in}, out}, prompt)
-	_ = t.SetSize(width, 24)
-	go func() {
-		line, err := t.ReadLine()
-		e.done <- editResult{line, err}
-	}()
-	return e
-}
-
-// feed hands the editor typed bytes; if it is far behind, they are dropped rather than blocking.
-func (e *lineEditor) feed(b []byte) {
-	select {
-	case e.in <- b:
-	default:
-	}
-}
-
-// close ends the editor: its ReadLine returns io.EOF if it has not returned yet. A line the person
-// did not end with Enter is ended here, so what follows starts on a row of its own.
-func (e *lineEditor) close(lineEnded bool) {
-	close(e.in)
-	if !lineEnded {
-		_, _ = io.WriteString(e.out, "\r\n")
-	}
-}
-
-// chanReader reads the chunks sent on a channel; a closed channel is the end.
-type chanReader struct {
-	ch  <-chan []byte
-	buf []byte
-}
-
-func (r *chanReader) Read(p []byte) (int, error) {
-	if len(r.buf) == 0 {
-		b, ok := <-r.ch
-		if !ok {
-			return 0, io.EOF
-		}
-		r.buf = b
-	}
-	n := copy(p, r.buf)
-	r.buf = r.buf[n:]
-	return n, nil
+	return f.editor.Done()
 }
 
 // sendAnswer answers the escalation the terminal asked about and tells the state machine whether

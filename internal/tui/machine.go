@@ -3,7 +3,9 @@
 // to approve), whether the session is being cancelled, and what each key, status and signal does
 // next. Step is a pure transition function over a Model; the starter's follower feeds it events
 // from the live sink, the keyboard and status queries, and carries out the Effects it returns
-// (printing, sending answers and the cancel, driving the line editor).
+// (printing, sending answers and the cancel, driving the line editor). The rest of the package is
+// the thin I/O around it: SplitKeys reads keys, Screen keeps the live status region below printed
+// output, LineEditor reads an edit answer.
 package tui
 
 import (

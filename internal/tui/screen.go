@@ -1,4 +1,4 @@
-package cli
+package tui
 
 import (
 	"bytes"
@@ -12,15 +12,15 @@ import (
 	"golang.org/x/term"
 )
 
-// screen is the starter's output while it follows a session at a terminal. The input side is in
+// Screen is the starter's output while it follows a session at a terminal. The input side is in
 // raw mode, which also turns off the terminal's own newline translation, so screen writes "\r\n"
 // for every "\n". At the bottom it keeps a live region (the status line and the tail of a running
 // command's output) that is erased before any other output and drawn again on the next tick, so
 // printed lines scroll above it and the region itself never lands in the scrollback.
 //
-// A screen built for something other than a terminal passes writes through unchanged and draws
+// A Screen built for something other than a terminal passes writes through unchanged and draws
 // nothing.
-type screen struct {
+type Screen struct {
 	mu  sync.Mutex
 	out io.Writer
 	fd  int
@@ -37,17 +37,17 @@ type screen struct {
 	held *bytes.Buffer
 }
 
-// newScreen wraps w; only an *os.File that is a terminal gets the live region.
-func newScreen(w io.Writer) *screen {
-	s := &screen{out: w}
-	if f, ok := w.(*os.File); ok && isTerminal(f) {
+// NewScreen wraps w; only an *os.File that is a terminal gets the live region.
+func NewScreen(w io.Writer) *Screen {
+	s := &Screen{out: w}
+	if f, ok := w.(*os.File); ok && IsTerminal(f) {
 		s.tty, s.fd = true, int(f.Fd())
 	}
 	return s
 }
 
 // Write prints p above the live region.
-func (s *screen) Write(p []byte) (int, error) {
+func (s *Screen) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.held != nil {
@@ -59,7 +59,7 @@ func (s *screen) Write(p []byte) (int, error) {
 }
 
 // print writes p after erasing the region; s.mu is held.
-func (s *screen) print(p []byte) {
+func (s *Screen) print(p []byte) {
 	if len(p) == 0 {
 		return
 	}
@@ -77,7 +77,7 @@ func (s *screen) print(p []byte) {
 }
 
 // erase removes the live region, leaving the cursor where the next output belongs; s.mu is held.
-func (s *screen) erase() {
+func (s *Screen) erase() {
 	if s.region == 0 {
 		return
 	}
@@ -96,8 +96,8 @@ func (s *screen) erase() {
 	s.region = 0
 }
 
-// draw replaces the live region with lines, each clipped to the terminal's width.
-func (s *screen) draw(lines []string) {
+// Draw replaces the live region with lines, each clipped to the terminal's width.
+func (s *Screen) Draw(lines []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.tty || s.held != nil {
@@ -127,7 +127,7 @@ func (s *screen) draw(lines []string) {
 // the cursor back where that row goes on, so the spinner and "esc to interrupt" stay in view
 // while text streams. Line feeds first make the room (scrolling at the bottom of the screen);
 // s.mu is held.
-func (s *screen) drawBelow(lines []string, w int) {
+func (s *Screen) drawBelow(lines []string, w int) {
 	n := len(lines)
 	var b strings.Builder
 	b.WriteString(strings.Repeat("\n", n))
@@ -144,8 +144,8 @@ func (s *screen) drawBelow(lines []string, w int) {
 	s.region, s.below = n, true
 }
 
-// clear removes the live region for good (the session ended).
-func (s *screen) clear() {
+// Clear removes the live region for good (the session ended).
+func (s *Screen) Clear() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.tty {
@@ -153,9 +153,9 @@ func (s *screen) clear() {
 	}
 }
 
-// hold stops printing (output is kept until release) and returns a writer straight to the
+// Hold stops printing (output is kept until release) and returns a writer straight to the
 // terminal, for the line editor, which writes its own "\r\n" and cursor movements.
-func (s *screen) hold() io.Writer {
+func (s *Screen) Hold() io.Writer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.tty {
@@ -171,8 +171,8 @@ func (s *screen) hold() io.Writer {
 	})
 }
 
-// release prints what was held and resumes printing.
-func (s *screen) release() {
+// Release prints what was held and resumes printing.
+func (s *Screen) Release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.held == nil {
@@ -183,14 +183,14 @@ func (s *screen) release() {
 	s.print(p)
 }
 
-// width is the terminal's width in columns; 80 when it cannot be read.
-func (s *screen) width() int {
+// Width is the terminal's width in columns; 80 when it cannot be read.
+func (s *Screen) Width() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.widthLocked()
 }
 
-func (s *screen) widthLocked() int {
+func (s *Screen) widthLocked() int {
 	if s.tty {
 		if w, _, err := term.GetSize(s.fd); err == nil && w > 10 {
 			return w
@@ -235,3 +235,7 @@ func clipStyled(s string, n int) string {
 	}
 	return b.String()
 }
+
+// IsTerminal reports whether f is a terminal a person types at: /dev/null and other character
+// devices are not.
+func IsTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
