@@ -73,13 +73,6 @@ func (s *session) compact(ctx workflow.Context, deadline workflow.Future) bool {
 	return true
 }
 
-// noteInput keeps the input tokens of a turn's model call, which decide when to compact.
-func (s *session) noteInput(res contract.TurnResult) {
-	if res.Counters.GatewayCalls > 0 && res.Usage.InputTokens > 0 {
-		s.state.LastInput = res.Usage.InputTokens
-	}
-}
-
 // compactOptions are a model call's options: the activity decides its retries as CallModel does.
 func compactOptions(turn int, hb time.Duration) workflow.ActivityOptions {
 	o := modelCallOptions(turn, hb)

@@ -125,21 +125,3 @@ func (s *session) holdForInbox(ctx workflow.Context) bool {
 	}
 	return workflow.GetVersion(ctx, versionSay, workflow.DefaultVersion, 1) != workflow.DefaultVersion
 }
-
-// absorbInterrupted keeps what an interrupted turn produced: the model's reply and the tool results
-// so far when it was stopped during its tool calls, or the text already shown when it was stopped
-// during the model call.
-func (s *session) absorbInterrupted(ctx workflow.Context, turn int, res contract.TurnResult) {
-	if res.Head != "" {
-		s.absorb(ctx, turn, res)
-	} else {
-		s.state.Turns = turn
-		s.state.Usage = s.state.Usage.Add(res.Usage)
-		s.state.Counters = s.state.Counters.Add(res.Counters)
-		if res.Partial != "" {
-			s.state.Pending = append(s.state.Pending, contract.Message{Role: contract.RoleAssistant, Content: res.Partial, Note: "interrupted"})
-		}
-		s.upsertSearch(ctx)
-	}
-	s.addEvent(ctx, contract.Event{Event: contract.EventNotice, Turn: turn, Text: fmt.Sprintf("turn %d interrupted by a person's message", turn)})
-}

@@ -140,14 +140,14 @@ func (s *session) run(ctx workflow.Context) (contract.Summary, error) {
 		res, outcome := s.runTurn(ctx, in, id, deadline)
 		s.modelTurn, s.running = false, 0
 		if outcome == turnInterrupted {
-			s.absorbInterrupted(ctx, turn, res)
+			s.fold(ctx, turn, res, outcome)
 			s.turnsThisRun++
 			continue
 		}
 		if sum, done := s.turnStopped(ctx, turn, res, outcome); done {
 			return s.finish(ctx, sum)
 		}
-		s.absorb(ctx, turn, res)
+		s.fold(ctx, turn, res, turnDone)
 		s.turnsThisRun++
 		for k := 1; res.NeedsApproval != nil; k++ {
 			dec, sum, done := s.awaitApproval(ctx, *res.NeedsApproval, deadline)
@@ -160,7 +160,7 @@ func (s *session) run(ctx workflow.Context) (contract.Summary, error) {
 			if sum, done := s.turnStopped(ctx, turn, res, outcome); done {
 				return s.finish(ctx, sum)
 			}
-			s.absorb(ctx, turn, res)
+			s.fold(ctx, turn, res, turnDone)
 		}
 		logger.Info("turn finished", "turn", turn, "final", res.Final, "tokens", s.state.Usage.Total())
 
@@ -197,30 +197,13 @@ const (
 func (s *session) turnStopped(ctx workflow.Context, turn int, res contract.TurnResult, outcome turnOutcome) (contract.Summary, bool) {
 	switch outcome {
 	case turnCancelled:
-		s.keepStopped(ctx, turn, res)
+		s.fold(ctx, turn, res, outcome)
 		return s.cancelledSummary(ctx, res.Partial), true
 	case turnTimedOut:
-		s.keepStopped(ctx, turn, res)
+		s.fold(ctx, turn, res, outcome)
 		return s.limitSummary(ctx, contract.LimitDuration), true
 	}
 	return contract.Summary{}, false
-}
-
-// keepStopped folds what a cancelled or timed-out turn did (its model call, tool calls, tokens,
-// the tool results it kept) into the ledger, so the summary reports what happened. It issues no
-// command: the session's final search attribute update follows.
-func (s *session) keepStopped(ctx workflow.Context, turn int, res contract.TurnResult) {
-	if res.Counters.GatewayCalls > 0 {
-		s.state.Turns = max(s.state.Turns, turn)
-	}
-	s.state.Usage = s.state.Usage.Add(res.Usage)
-	s.state.Counters = s.state.Counters.Add(res.Counters)
-	if res.Head != "" {
-		s.state.Head, s.state.Pending = res.Head, res.Pending
-	}
-	for _, e := range res.Events {
-		s.addEvent(ctx, e)
-	}
 }
 
 // runTurn runs one AgentTurn child and races it against the duration deadline and a cancel.
@@ -287,28 +270,6 @@ func (s *session) turnInput(ctx workflow.Context, turn int) contract.TurnInput {
 	}
 	in.Sinks = s.sinks
 	return in
-}
-
-// absorb folds a turn's result into the session's ledger.
-func (s *session) absorb(ctx workflow.Context, turn int, res contract.TurnResult) {
-	s.state.Turns = turn
-	if res.Head != "" {
-		s.state.Head = res.Head
-		s.state.Pending = res.Pending
-	}
-	s.state.Usage = s.state.Usage.Add(res.Usage)
-	s.state.Counters = s.state.Counters.Add(res.Counters)
-	s.noteInput(res)
-	s.state.Repeat = res.Repeat
-	if res.Repairs != nil {
-		s.state.Repairs = res.Repairs
-	}
-	s.state.Rejected = res.Rejected
-	s.state.Breakers = res.Breakers
-	for _, e := range res.Events {
-		s.addEvent(ctx, e)
-	}
-	s.upsertSearch(ctx)
 }
 
 // eventsBeforeContinue continues a run as new before its history reaches 4,096 events, the point
