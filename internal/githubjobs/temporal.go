@@ -98,7 +98,10 @@ func (j *Jobs) start(ctx context.Context, job Job) (started bool, err error) {
 		StaticDetails:            fmt.Sprintf("**Job** %s on `%s` at %s\n\n**Task**\n\n%s", job.Rule, orPR(job.Path), gh.Commit, job.Task),
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes:    contract.StartSearchAttributes(in, contract.GitHubJobKey.ValueSet(job.ref().attrs())),
+		// Without it the SDK hides the server's refusal and hands back the existing run as if this
+		// call had started it.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		TypedSearchAttributes:                    contract.StartSearchAttributes(in, contract.GitHubJobKey.ValueSet(job.ref().attrs())),
 	}
 	_, err = j.cfg.Temporal.ExecuteWorkflow(ctx, opts, contract.SessionWorkflow, in)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
