@@ -13,12 +13,15 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/google/go-github/v84/github"
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/keelrun/keel/internal/cli"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/connect"
 	"github.com/keelrun/keel/internal/githubbot"
+	"github.com/keelrun/keel/internal/githubjobs"
 	"github.com/keelrun/keel/internal/logs"
 )
 
@@ -68,6 +71,9 @@ func newCommand(stderr io.Writer) *cobra.Command {
 			return err
 		}
 		cfg := runConfig(c)
+		if cfg.PullRequests, err = jobs(c, stderr); err != nil {
+			return err
+		}
 		cfg.Logger = logs.Operator(stderr, c.LogLevel)
 		cfg.Logger.Info("github bot starting", "temporal", c.Temporal.Address, "namespace", c.Temporal.Namespace,
 			"github", c.Escalation.GitHub.BaseURL, "teams", len(c.Escalation.GitHub.Teams))
@@ -86,4 +92,30 @@ func runConfig(c config.Config) githubbot.RunConfig {
 			return connect.Dial(ctx, c, func(o *client.Options) { o.Logger = logs.SDK(c.LogLevel) })
 		},
 	}
+}
+
+// jobs builds the handler of pull_request events from the rule file escalation.github.jobs, or
+// nil without one; the rules are read at once, so a bad file stops the bot before it dials
+// anything. The jobs' sessions start from the bot's configuration (cli.SessionDefaults) on the
+// workers' task queue; Resume picks up the results of jobs that ended while no bot ran.
+func jobs(c config.Config, stderr io.Writer) (func(context.Context, client.Client, *github.Client) (githubbot.PullRequestHandler, func(), error), error) {
+	path := c.Escalation.GitHub.Jobs
+	if path == "" {
+		return nil, nil
+	}
+	rules, err := githubjobs.LoadRules(path)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, tc client.Client, gh *github.Client) (githubbot.PullRequestHandler, func(), error) {
+		j, err := githubjobs.New(ctx, githubjobs.Config{Rules: rules, Temporal: tc, GitHub: gh, TaskQueue: c.Temporal.TaskQueue,
+			Session: cli.SessionDefaults(c), Logger: logs.Operator(stderr, c.LogLevel)})
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := j.Resume(ctx); err != nil {
+			return nil, nil, err
+		}
+		return j, j.Wait, nil
+	}, nil
 }

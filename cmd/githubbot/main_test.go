@@ -22,7 +22,7 @@ var (
 // setEnv gives the test a clean configuration environment with the given variables set.
 func setEnv(t *testing.T, env map[string]string) {
 	t.Chdir(t.TempDir())
-	for _, k := range []string{"KEEL_CONFIG", envSecret, envToken, envTeams, config.EnvName(config.EscalationGitHubListen)} {
+	for _, k := range []string{"KEEL_CONFIG", envSecret, envToken, envTeams, config.EnvName(config.EscalationGitHubListen), config.EnvName(config.EscalationGitHubJobs)} {
 		t.Setenv(k, "")
 		require.NoError(t, os.Unsetenv(k))
 	}
@@ -42,6 +42,7 @@ func TestRunConfigErrors(t *testing.T) {
 	}{
 		{"secret", map[string]string{envToken: "ghp-1"}, exitConfig, []string{config.EscalationGitHubSecret, envSecret, "required by the GitHub bot"}},
 		{"token", map[string]string{envSecret: "s"}, exitConfig, []string{config.EscalationGitHubToken, envToken}},
+		{"rule file", map[string]string{envSecret: "s", envToken: "ghp-1", config.EnvName(config.EscalationGitHubJobs): "/nonexistent/keel-rules.yaml"}, 1, []string{"/nonexistent/keel-rules.yaml"}},
 		{"team", map[string]string{envSecret: "s", envToken: "ghp-1", envTeams: "keepers", "KEEL_TEMPORAL_ADDRESS": "127.0.0.1:1"}, 1, []string{`team "keepers" is not org/team-slug`}},
 	}
 	for _, tt := range tests {

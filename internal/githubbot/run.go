@@ -26,8 +26,10 @@ type RunConfig struct {
 	// BaseURL is GitHub's REST API root; empty means github.com's.
 	BaseURL string
 	Teams   []string
-	// PullRequests takes pull_request events; nil leaves them unhandled.
-	PullRequests PullRequestHandler
+	// PullRequests builds the pull_request handler once Temporal and GitHub are connected, and
+	// wait is called after the bot stopped taking deliveries; nil leaves pull_request events
+	// unhandled.
+	PullRequests func(ctx context.Context, c client.Client, gh *github.Client) (h PullRequestHandler, wait func(), err error)
 	CallTimeout  time.Duration
 	Logger       *slog.Logger
 	// Dial connects to Temporal the way every Keel program does.
@@ -68,7 +70,21 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	if err != nil {
 		return fmt.Errorf("listening for github deliveries: %w", err)
 	}
-	return Serve(ctx, cfg, TemporalSessions{Client: c}, ln)
+	var jobs PullRequestHandler
+	if cfg.PullRequests != nil {
+		gh, err := NewGitHubClient(cfg.BaseURL, cfg.Token, nil)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		var wait func()
+		if jobs, wait, err = cfg.PullRequests(ctx, c, gh); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("building the pull request jobs: %w", err)
+		}
+		defer wait()
+	}
+	return serve(ctx, cfg, TemporalSessions{Client: c}, jobs, ln)
 }
 
 // check refuses what would stop the bot later, before Temporal is dialled.
@@ -90,6 +106,11 @@ func (cfg RunConfig) check() error {
 // Serve serves the bot on ln with the given Sessions until ctx is done, then stops taking
 // deliveries and waits for the work on those taken. Tests call it with their own listener.
 func Serve(ctx context.Context, cfg RunConfig, sessions Sessions, ln net.Listener) error {
+	return serve(ctx, cfg, sessions, nil, ln)
+}
+
+// serve is Serve with the pull_request handler, if any.
+func serve(ctx context.Context, cfg RunConfig, sessions Sessions, jobs PullRequestHandler, ln net.Listener) error {
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -98,16 +119,17 @@ func Serve(ctx context.Context, cfg RunConfig, sessions Sessions, ln net.Listene
 	if err == nil {
 		var bot *Bot
 		bot, err = New(Config{Secret: cfg.Secret, GitHub: gh, Sessions: sessions, Teams: cfg.Teams,
-			PullRequests: cfg.PullRequests, CallTimeout: cfg.CallTimeout, Logger: logger})
+			PullRequests: jobs, CallTimeout: cfg.CallTimeout, Logger: logger})
 		if err == nil {
-			return serve(ctx, bot, ln, logger)
+			return listen(ctx, bot, ln, logger)
 		}
 	}
 	_ = ln.Close()
 	return err
 }
 
-func serve(ctx context.Context, bot *Bot, ln net.Listener, logger *slog.Logger) error {
+// listen serves the bot's route on ln until ctx is done.
+func listen(ctx context.Context, bot *Bot, ln net.Listener, logger *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle(WebhookPath, bot)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second}
