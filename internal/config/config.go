@@ -59,6 +59,10 @@ type Temporal struct {
 	FallbackHeartbeat time.Duration
 	// HeartbeatTimeout is the sessions' SessionInput.HeartbeatTimeout (0: the workflows' default).
 	HeartbeatTimeout time.Duration
+	// Deployment and BuildID are the worker's Worker Versioning identity; an empty Deployment
+	// leaves the worker unversioned.
+	Deployment string
+	BuildID    string
 	// Profile names the temporal.toml profile read under these keys (TEMPORAL_PROFILE);
 	// APIKey, TLS and the address and namespace above override what the profile says.
 	Profile string

@@ -143,6 +143,8 @@ const (
 	TemporalTurnsPerRun       = "temporal.turns_per_run"
 	TemporalFallbackHeartbeat = "temporal.fallback_heartbeat"
 	TemporalHeartbeatTimeout  = "temporal.heartbeat_timeout"
+	TemporalDeployment        = "temporal.deployment"
+	TemporalBuildID           = "temporal.build_id"
 	TemporalProfile           = "temporal.profile"
 	TemporalAPIKey            = "temporal.api_key"
 	TemporalConnectTimeout    = "temporal.connect_timeout"
@@ -259,6 +261,17 @@ var settings = []Setting{
 			"the worker says so at start); with worker commands they heartbeat every 15 s, for liveness only (docs/failure-handling.md)",
 		Hint: "heartbeat cadence when the server cannot push cancellation to the worker",
 		into: func(d *draft) any { return &d.Temporal.FallbackHeartbeat }},
+	{Name: TemporalDeployment, Default: "", DefaultDoc: "empty: no Worker Versioning", ReadBy: Worker | Starter,
+		Doc: "the Worker Deployment a worker belongs to: set, the worker is versioned (with `temporal.build_id`), takes only " +
+			"the work its version is current or ramping for, and makes itself current when the deployment has no current " +
+			"version yet; `starter release` moves the rest ([operations](operations.md#releasing-a-new-build))",
+		Hint: "Worker Deployment name; set it (with temporal.build_id) to release builds with Worker Versioning",
+		into: func(d *draft) any { return &d.Temporal.Deployment }},
+	{Name: TemporalBuildID, Default: "", ReadBy: Worker,
+		Doc: "this worker's build within `temporal.deployment` (required with it): one ID per build of the code, e.g. the " +
+			"commit; two builds that differ must never share one",
+		Hint: "this build's ID within temporal.deployment, e.g. the commit",
+		into: func(d *draft) any { return &d.Temporal.BuildID }},
 	{Name: TemporalHeartbeatTimeout, Kind: Duration, Default: "0", ReadBy: Starter,
 		DefaultDoc: "`0`: " + contract.DefaultHeartbeatTimeout.String(),
 		Doc: "how long a session's running model call or tool may go without a heartbeat before Temporal declares its worker dead: " +
