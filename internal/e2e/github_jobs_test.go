@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -79,8 +80,8 @@ rules:
 // ghSecret is the webhook secret of these tests' bots.
 const ghSecret = "gh-test-secret"
 
-// ghBot is one bot replica: the webhook bot (signature check, redelivery memory, dispatch) over
-// its own listener, with its own jobs handler, Temporal client and GitHub client.
+// ghBot is one bot replica: the webhook bot (signature check, redelivery memory, dispatch) on a
+// loopback server of its own, with its own jobs handler, Temporal client and GitHub client.
 type ghBot struct {
 	url  string
 	jobs *githubjobs.Jobs
@@ -104,24 +105,21 @@ func (r *jobsRig) bot(ctx context.Context) *ghBot {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	bot, err := githubbot.New(githubbot.Config{Secret: ghSecret, GitHub: gc, Sessions: githubbot.TemporalSessions{Client: tc}, PullRequests: j})
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	served := make(chan error, 1)
-	go func() {
-		served <- githubbot.Serve(wctx, githubbot.RunConfig{Secret: ghSecret, Token: ghToken, BaseURL: r.gh.URL(), PullRequests: j},
-			githubbot.TemporalSessions{Client: tc}, ln)
-	}()
+	mux := http.NewServeMux()
+	mux.Handle(githubbot.WebhookPath, bot)
+	srv := httptest.NewServer(mux)
 	r.t.Cleanup(func() {
+		srv.Close()
+		bot.Wait()
 		cancel()
-		if err := <-served; err != nil {
-			r.t.Errorf("the bot: %v", err)
-		}
 		j.Wait()
 		tc.Close()
 	})
-	return &ghBot{url: "http://" + ln.Addr().String() + githubbot.WebhookPath, jobs: j}
+	return &ghBot{url: srv.URL + githubbot.WebhookPath, jobs: j}
 }
 
 // event is the pull_request payload GitHub sends for the pull request as the fake holds it.
