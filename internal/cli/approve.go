@@ -50,11 +50,11 @@ func approveCmd(g *globals) *cobra.Command {
 }
 
 // approveCall sends the approve_call update; a refusal by the session is a result, not an error.
-// Unlike the Slack bot, it sends a new update each time (session.Client.ApproveNew): a person who
+// Unlike the Slack bot, it sends a new update each time (session.Client.ApproveAs with no ID): a person who
 // runs the command again after the call was decided is told so, rather than being handed the
 // first result as if it were new.
 func approveCall(ctx context.Context, c session.Client, workflowID string, d contract.ApprovalDecision) (contract.AnswerResult, error) {
-	res, err := c.ApproveNew(ctx, workflowID, d)
+	res, err := c.ApproveAs(ctx, workflowID, "", d)
 	if r, ok := errors.AsType[*session.RefusedError](err); ok {
 		return contract.AnswerResult{Message: "refused: " + r.Message}, nil
 	}

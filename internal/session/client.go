@@ -88,8 +88,14 @@ func (c Client) AttachSink(ctx context.Context, workflowID, url string) error {
 // returns a *RefusedError (errors.Is ErrAlreadyAnswered when someone answered first); one that
 // has ended, ErrEnded.
 func (c Client) Answer(ctx context.Context, workflowID string, a contract.Answer) (contract.AnswerResult, error) {
+	return c.AnswerAs(ctx, workflowID, answerUpdateID(a), a)
+}
+
+// AnswerAs is Answer under the caller's update ID (a bot that names an update after the message
+// that asked for it, so a redelivered message is one update); "" lets the SDK pick a fresh one.
+func (c Client) AnswerAs(ctx context.Context, workflowID, updateID string, a contract.Answer) (contract.AnswerResult, error) {
 	return c.update(ctx, workflowID, "answer", client.UpdateWorkflowOptions{
-		UpdateID: answerUpdateID(a), UpdateName: contract.UpdateAnswerEscalation, Args: []any{a},
+		UpdateID: updateID, UpdateName: contract.UpdateAnswerEscalation, Args: []any{a},
 	})
 }
 
@@ -98,15 +104,16 @@ func (c Client) Answer(ctx context.Context, workflowID string, a contract.Answer
 // anything else is a *RefusedError with the reason. The update ID is derived from the decision, so
 // the same decision delivered twice (a redelivered click) is one update.
 func (c Client) Approve(ctx context.Context, workflowID string, d contract.ApprovalDecision) (contract.AnswerResult, error) {
-	return c.update(ctx, workflowID, "approval", client.UpdateWorkflowOptions{
-		UpdateID: approveUpdateID(d), UpdateName: contract.UpdateApproveCall, Args: []any{d},
-	})
+	return c.ApproveAs(ctx, workflowID, approveUpdateID(d), d)
 }
 
-// ApproveNew is Approve without the derived update ID: a person who sends the decision again after
-// the call was decided is told so, rather than handed the first result as if it were new.
-func (c Client) ApproveNew(ctx context.Context, workflowID string, d contract.ApprovalDecision) (contract.AnswerResult, error) {
-	return c.update(ctx, workflowID, "approval", client.UpdateWorkflowOptions{UpdateName: contract.UpdateApproveCall, Args: []any{d}})
+// ApproveAs is Approve under the caller's update ID. With "" every call is a new update: a person
+// who sends the decision again after the call was decided is told so, rather than handed the first
+// result as if it were new.
+func (c Client) ApproveAs(ctx context.Context, workflowID, updateID string, d contract.ApprovalDecision) (contract.AnswerResult, error) {
+	return c.update(ctx, workflowID, "approval", client.UpdateWorkflowOptions{
+		UpdateID: updateID, UpdateName: contract.UpdateApproveCall, Args: []any{d},
+	})
 }
 
 // update sends one update that returns an AnswerResult and waits for its outcome.
@@ -139,7 +146,13 @@ func (c Client) Cancel(ctx context.Context, workflowID string, req contract.Canc
 // that has ended, ErrEnded. The SDK gives the update one ID for all its own retries, so the message
 // is added once.
 func (c Client) Say(ctx context.Context, workflowID string, m contract.Say) (contract.SayResult, error) {
+	return c.SayAs(ctx, workflowID, "", m)
+}
+
+// SayAs is Say under the caller's update ID, so a message delivered twice is added once.
+func (c Client) SayAs(ctx context.Context, workflowID, updateID string, m contract.Say) (contract.SayResult, error) {
 	h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		UpdateID:     updateID,
 		WorkflowID:   workflowID,
 		UpdateName:   contract.UpdateSay,
 		Args:         []any{m},

@@ -116,13 +116,14 @@ func TestTypedErrors(t *testing.T) {
 
 	answer := contract.Answer{EscalationID: "esc-1", Action: contract.ActionRetry, By: "ann"}
 	decision := contract.ApprovalDecision{CallID: "c1", Digest: "d", Approve: true, By: "ann"}
-	res, err := c.Answer(ctx, wid, answer)
-	require.NoError(t, err)
-	assert.True(t, res.Accepted)
-	res, err = c.Answer(ctx, wid, answer)
-	require.NoError(t, err, "the same answer again is the same update: its first outcome")
-	assert.True(t, res.Accepted)
-	res, err = c.ApproveNew(ctx, wid, decision)
+	// A bot's own update ID: the same ID again is the same update, its first outcome (the derived
+	// IDs of Answer and Approve are tested through escalation.TemporalAnswerer).
+	for range 2 {
+		res, err := c.AnswerAs(ctx, wid, "comment-42", answer)
+		require.NoError(t, err)
+		assert.True(t, res.Accepted)
+	}
+	res, err := c.ApproveAs(ctx, wid, "", decision)
 	require.NoError(t, err)
 	assert.True(t, res.Accepted)
 	_, err = c.Say(ctx, wid, contract.Say{Text: "hello"})
@@ -139,7 +140,7 @@ func TestTypedErrors(t *testing.T) {
 		_, err := c.Answer(ctx, wid, contract.Answer{EscalationID: "esc-1", Action: contract.ActionAbort, By: "bob"})
 		return err
 	}
-	decideAgain := func(ctx context.Context) error { _, err := c.ApproveNew(ctx, wid, decision); return err }
+	decideAgain := func(ctx context.Context) error { _, err := c.ApproveAs(ctx, wid, "", decision); return err }
 	sayEmpty := func(ctx context.Context) error { _, err := c.Say(ctx, wid, contract.Say{}); return err }
 	running := []step{
 		{"a second answer", answerAgain, ErrAlreadyAnswered, ErrEnded, "escalation esc-1 was already answered"},
