@@ -23,10 +23,6 @@ const TriageLabel = "needs-human-triage"
 // "/keel retry", "/keel edit <text>", "/keel say <text>", "/keel approve".
 const GitHubCommand = "/keel"
 
-// ActionSay is the reply-comment word that adds a person's message to the session (the say
-// update); the other words are the escalation's choices.
-const ActionSay = "say"
-
 // ErrNoPullRequest is the GitHub channel's failure for a session that names no pull request
 // when the worker has no default one either: there is nothing to comment on.
 var ErrNoPullRequest = errors.New("no pull request to comment on: the session names none (starter run --repo and --pr, or the GitHub Actions variables) and the worker has no default (escalation.github.repo and escalation.github.pr)")
@@ -180,7 +176,7 @@ func GitHubComment(e contract.Escalation, author string) string {
 			replyCommands(Choices(e)), approveLine(e))
 	case !NoticeOnly(e):
 		fmt.Fprintf(&b, "Answer with a reply comment (%s), or run `%s`.\n\n",
-			replyCommands(append(append([]string{}, Choices(e)...), ActionSay)), AnswerCommand(e))
+			replyCommands(append(append([]string{}, Choices(e)...), contract.ActionSay)), AnswerCommand(e))
 	}
 	b.WriteString(GitHubMarker(e.ID))
 	b.WriteString("\n")
@@ -193,7 +189,7 @@ func replyCommands(actions []string) string {
 	cmds := make([]string, 0, len(actions))
 	for _, a := range actions {
 		c := GitHubCommand + " " + a
-		if a == contract.ActionEdit || a == ActionSay {
+		if a == contract.ActionEdit || a == contract.ActionSay {
 			c += " <text>"
 		}
 		cmds = append(cmds, "`"+c+"`")

@@ -53,7 +53,7 @@ func (b *SlackBot) handleCommand(w http.ResponseWriter, r *http.Request) {
 
 func knownVerb(v string) bool { return v == "status" || v == "stop" || isSay(v) }
 
-func isSay(v string) bool { return v == "say" || v == "interrupt" }
+func isSay(v string) bool { return v == contract.ActionSay || v == "interrupt" }
 
 // sayText is the message of a say command as the person typed it: everything after the verb and
 // the workflow ID, with its own spacing and line breaks.

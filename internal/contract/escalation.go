@@ -25,6 +25,9 @@ const (
 	// ActionApprove and ActionDeny answer an approval notice.
 	ActionApprove = "approve"
 	ActionDeny    = "deny"
+	// ActionSay is not an answer: it is the word a chat or pull request command uses to add a
+	// person's message to the session (the say update).
+	ActionSay = "say"
 )
 
 // EscalationPolicy configures how long an escalation waits and whom it tells.

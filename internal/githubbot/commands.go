@@ -13,8 +13,9 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 )
 
-// Prefix starts a command line in a pull request comment.
-const Prefix = "/keel"
+// Prefix starts a command line in a pull request comment, the word the escalation comment tells
+// people to use.
+const Prefix = escalation.GitHubCommand
 
 // Verbs of the commands: the escalation answers, the approval decisions and say.
 const (
@@ -23,7 +24,7 @@ const (
 	VerbEdit    = contract.ActionEdit
 	VerbApprove = contract.ActionApprove
 	VerbDeny    = contract.ActionDeny
-	VerbSay     = "say"
+	VerbSay     = contract.ActionSay
 )
 
 // Via names the GitHub bot in answers and messages, as "slack" and "terminal" name theirs.
