@@ -56,15 +56,15 @@ func startSession(ctx context.Context, c client.Client, cfg config.Config, spec 
 	if err != nil {
 		return contract.Summary{}, err
 	}
+	said := fmt.Sprintf("session %s started", run.GetID())
 	if ran {
 		// The job already ran: return that run's result instead of running it twice.
-		p.info(fmt.Sprintf("job %s already ran; its result follows", spec.workflowID))
+		said = fmt.Sprintf("job %s already ran; its result follows", spec.workflowID)
 	}
 	if link := uiLink(cfg, run.GetID()); link != "" {
-		p.info(fmt.Sprintf("session %s started; Web UI: %s", run.GetID(), link))
-	} else {
-		p.info(fmt.Sprintf("session %s started", run.GetID()))
+		said += "; Web UI: " + link
 	}
+	p.info(said)
 	wctx, stopWarn := context.WithCancel(ctx)
 	defer stopWarn()
 	go warnNoWorker(wctx, c, cfg, p)

@@ -116,6 +116,9 @@ func jobRuns(t *testing.T, shared []string) {
 	}
 	wg.Wait()
 	again := startLiveEnv(t, environ, args...).finish()
+	if !strings.Contains(again.Stdout+again.Stderr, "already ran; its result follows") {
+		t.Errorf("a start after the job ended does not say it already ran:\n%s%s", again.Stdout, again.Stderr)
+	}
 	for i, r := range append(results, again) {
 		if r.Code != 0 || r.Summary.Status != contract.StatusCompleted {
 			t.Fatalf("start %d: exit %d, summary %+v\n%s", i, r.Code, r.Summary, r.Stderr)

@@ -51,7 +51,11 @@ func (c Client) Start(ctx context.Context, s Start) (run client.WorkflowRun, ran
 		TypedSearchAttributes:    contract.StartSearchAttributes(s.Input),
 	}
 	if s.Job {
+		// An ended job is refused by the server (reject duplicate). The SDK would hide that refusal
+		// and hand back the old run as if this call had started it; asking for the error is how the
+		// caller learns the job already ran. A running job is still joined (use existing).
 		opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
+		opts.WorkflowExecutionErrorWhenAlreadyStarted = true
 	}
 	run, err = c.Temporal.ExecuteWorkflow(ctx, opts, contract.SessionWorkflow, s.Input)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
