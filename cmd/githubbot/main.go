@@ -17,12 +17,12 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"github.com/keelrun/keel/internal/cli"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/connect"
 	"github.com/keelrun/keel/internal/githubbot"
 	"github.com/keelrun/keel/internal/githubjobs"
 	"github.com/keelrun/keel/internal/logs"
+	"github.com/keelrun/keel/internal/session"
 )
 
 // exitConfig is the exit code of a configuration mistake.
@@ -96,7 +96,7 @@ func runConfig(c config.Config) githubbot.RunConfig {
 
 // jobs builds the handler of pull_request events from the rule file escalation.github.jobs, or
 // nil without one; the rules are read at once, so a bad file stops the bot before it dials
-// anything. The jobs' sessions start from the bot's configuration (cli.SessionDefaults) on the
+// anything. The jobs' sessions start from the bot's configuration (session.Defaults) on the
 // workers' task queue; Resume picks up the results of jobs that ended while no bot ran.
 func jobs(c config.Config, stderr io.Writer) (func(context.Context, client.Client, *github.Client) (githubbot.PullRequestHandler, func(), error), error) {
 	path := c.Escalation.GitHub.Jobs
@@ -109,7 +109,7 @@ func jobs(c config.Config, stderr io.Writer) (func(context.Context, client.Clien
 	}
 	return func(ctx context.Context, tc client.Client, gh *github.Client) (githubbot.PullRequestHandler, func(), error) {
 		j, err := githubjobs.New(ctx, githubjobs.Config{Rules: rules, Temporal: tc, GitHub: gh, TaskQueue: c.Temporal.TaskQueue,
-			Session: cli.SessionDefaults(c), Logger: logs.Operator(stderr, c.LogLevel)})
+			Session: session.Defaults(c), Logger: logs.Operator(stderr, c.LogLevel)})
 		if err != nil {
 			return nil, nil, err
 		}

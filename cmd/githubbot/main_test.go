@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -58,5 +59,17 @@ func TestRunConfigErrors(t *testing.T) {
 				assert.Equal(t, 1, strings.Count(stderr.String(), "\n"), "one line: %q", stderr.String())
 			}
 		})
+	}
+}
+
+// TestLinksNoSandbox: the GitHub bot only answers and starts sessions, so like the Slack bot it
+// links neither the sandbox, the model gateway nor MCP (nor the starter's terminal code).
+func TestLinksNoSandbox(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, dep := range strings.Fields(string(out)) {
+		for _, banned := range []string{"/internal/tools/sandbox", "/internal/gateway", "/internal/tools/mcp", "/internal/cli"} {
+			assert.False(t, strings.HasSuffix(dep, banned), "the GitHub bot links %s", dep)
+		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 // fake gateway, the dev server launcher, the demo workspace), which only the starter's demo, dev
 // and run --dev wire in.
 func TestProductionLinksNoDevKit(t *testing.T) {
-	for _, program := range []string{"../../worker", "../../cmd/slackbot"} {
+	for _, program := range []string{"../../worker", "../../cmd/slackbot", "../../cmd/githubbot"} {
 		out, err := exec.Command("go", "list", "-deps", program).CombinedOutput()
 		if err != nil {
 			t.Fatalf("listing the dependencies of %s: %v\n%s", program, err, out)

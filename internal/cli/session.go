@@ -13,7 +13,6 @@ import (
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/events"
-	"github.com/keelrun/keel/internal/jsondur"
 	"github.com/keelrun/keel/internal/session"
 	"github.com/keelrun/keel/internal/textfmt"
 )
@@ -81,21 +80,10 @@ func sessionInput(cfg config.Config, spec sessionSpec) contract.SessionInput {
 	if spec.input != nil {
 		return *spec.input
 	}
-	return contract.SessionInput{
-		Task:         spec.task,
-		SystemPrompt: systemPrompt,
-		Settings: contract.Settings{
-			ModelSettings:    contract.ModelSettings{Model: cfg.Gateway.Model, Endpoint: spec.endpoint, Retry: cfg.Gateway.Retry},
-			ToolSettings:     contract.ToolSettings{Workdir: spec.workdir, Policy: cfg.Tools},
-			HeartbeatTimeout: jsondur.Duration(cfg.Temporal.HeartbeatTimeout),
-		},
-		Limits:      cfg.Limits,
-		Escalation:  cfg.Escalation.EscalationPolicy,
-		TurnsPerRun: cfg.Temporal.TurnsPerRun,
-	}
+	in := session.Defaults(cfg)
+	in.Task, in.Endpoint, in.Workdir = spec.task, spec.endpoint, spec.workdir
+	return in
 }
-
-const systemPrompt = "You are a careful software engineer working in a sandboxed work directory. Use the tools to inspect, change and test code. When a tool call fails, read the feedback and do what it says. Answer briefly when the task is done."
 
 func staticDetails(in contract.SessionInput) string {
 	model := in.Model
