@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/program"
 )
 
 var (
@@ -41,8 +42,8 @@ func TestRunConfigErrors(t *testing.T) {
 		code int
 		want []string
 	}{
-		{"secret", map[string]string{envToken: "ghp-1"}, exitConfig, []string{config.EscalationGitHubSecret, envSecret, "required by the GitHub bot"}},
-		{"token", map[string]string{envSecret: "s"}, exitConfig, []string{config.EscalationGitHubToken, envToken}},
+		{"secret", map[string]string{envToken: "ghp-1"}, program.ExitConfig, []string{config.EscalationGitHubSecret, envSecret, "required by the GitHub bot"}},
+		{"token", map[string]string{envSecret: "s"}, program.ExitConfig, []string{config.EscalationGitHubToken, envToken}},
 		{"rule file", map[string]string{envSecret: "s", envToken: "ghp-1", config.EnvName(config.EscalationGitHubJobs): "/nonexistent/keel-rules.yaml"}, 1, []string{"/nonexistent/keel-rules.yaml"}},
 		{"team", map[string]string{envSecret: "s", envToken: "ghp-1", envTeams: "keepers", "KEEL_TEMPORAL_ADDRESS": "127.0.0.1:1"}, 1, []string{`team "keepers" is not org/team-slug`}},
 	}
@@ -55,7 +56,7 @@ func TestRunConfigErrors(t *testing.T) {
 			for _, w := range tt.want {
 				assert.Contains(t, stderr.String(), w)
 			}
-			if tt.code == exitConfig {
+			if tt.code == program.ExitConfig {
 				assert.Equal(t, 1, strings.Count(stderr.String(), "\n"), "one line: %q", stderr.String())
 			}
 		})

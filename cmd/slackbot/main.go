@@ -6,11 +6,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -19,32 +15,14 @@ import (
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/connect"
 	"github.com/keelrun/keel/internal/logs"
+	"github.com/keelrun/keel/internal/program"
 )
 
-// exitConfig is the exit code of a configuration mistake.
-const exitConfig = 2
+func main() { program.Main(newCommand) }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stderr))
-}
-
-// run executes the command and maps its error to an exit code: 2 for a configuration mistake
-// (one line naming the key), 1 for anything else.
+// run executes the command as main does, for tests: its exit code, its errors on stderr.
 func run(ctx context.Context, args []string, stderr io.Writer) int {
-	cmd := newCommand(stderr)
-	cmd.SetArgs(args)
-	cmd.SetErr(stderr)
-	err := cmd.ExecuteContext(ctx)
-	if err == nil {
-		return 0
-	}
-	fmt.Fprintln(stderr, "slackbot:", err)
-	if config.IsError(err) {
-		return exitConfig
-	}
-	return 1
+	return program.Run(ctx, newCommand(stderr), args, stderr)
 }
 
 // newCommand builds the cobra command; RunE loads the configuration and hands it to

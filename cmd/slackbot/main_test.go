@@ -20,6 +20,7 @@ import (
 	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/logs"
+	"github.com/keelrun/keel/internal/program"
 )
 
 // The environment variables of the keys the bot reads, as the key table names them.
@@ -80,7 +81,7 @@ func TestRunConfigErrors(t *testing.T) {
 			setEnv(t, tt.env)
 			var stderr bytes.Buffer
 			code := run(context.Background(), nil, &stderr)
-			assert.Equal(t, exitConfig, code)
+			assert.Equal(t, program.ExitConfig, code)
 			out := stderr.String()
 			assert.Equal(t, 1, strings.Count(out, "\n"), "one line: %q", out)
 			for _, want := range tt.wantKey {
