@@ -38,11 +38,24 @@ func (t TemporalAnswerer) Cancel(ctx context.Context, workflowID string, req con
 
 // Say adds a person's message to a running session; a refusal comes back as the result's message.
 func (t TemporalAnswerer) Say(ctx context.Context, workflowID string, m contract.Say) (contract.SayResult, error) {
-	res, err := t.sessions().Say(ctx, workflowID, m)
-	if r, ok := errors.AsType[*session.RefusedError](err); ok {
-		return contract.SayResult{Message: r.Message}, nil
-	}
-	return res, err
+	return refusedSay(t.sessions().Say(ctx, workflowID, m))
+}
+
+// AnswerAs, ApproveAs and SayAs are Answer, Approve and Say under the caller's update ID: a bot
+// names the update after the message that asked for it (a pull request comment), so that message
+// is one update however often it is delivered, even once the session has moved on.
+func (t TemporalAnswerer) AnswerAs(ctx context.Context, workflowID, updateID string, a contract.Answer) (contract.AnswerResult, error) {
+	return refusedResult(t.sessions().AnswerAs(ctx, workflowID, updateID, a))
+}
+
+// ApproveAs is Approve under the caller's update ID (see AnswerAs).
+func (t TemporalAnswerer) ApproveAs(ctx context.Context, workflowID, updateID string, d contract.ApprovalDecision) (contract.AnswerResult, error) {
+	return refusedResult(t.sessions().ApproveAs(ctx, workflowID, updateID, d))
+}
+
+// SayAs is Say under the caller's update ID (see AnswerAs).
+func (t TemporalAnswerer) SayAs(ctx context.Context, workflowID, updateID string, m contract.Say) (contract.SayResult, error) {
+	return refusedSay(t.sessions().SayAs(ctx, workflowID, updateID, m))
 }
 
 // Status asks the session where it is; an ended session is read from its history.
@@ -54,6 +67,14 @@ func (t TemporalAnswerer) Status(ctx context.Context, workflowID string) (contra
 func refusedResult(res contract.AnswerResult, err error) (contract.AnswerResult, error) {
 	if r, ok := errors.AsType[*session.RefusedError](err); ok {
 		return contract.AnswerResult{Accepted: false, Message: r.Message}, nil
+	}
+	return res, err
+}
+
+// refusedSay reports a session's refusal of a message as the result's message.
+func refusedSay(res contract.SayResult, err error) (contract.SayResult, error) {
+	if r, ok := errors.AsType[*session.RefusedError](err); ok {
+		return contract.SayResult{Message: r.Message}, nil
 	}
 	return res, err
 }

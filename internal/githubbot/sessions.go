@@ -2,12 +2,10 @@ package githubbot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
@@ -51,58 +49,28 @@ func (t TemporalSessions) OnPullRequest(ctx context.Context, pr string) ([]strin
 	return ids, nil
 }
 
+// answerer is the bots' adapter over the session client: a session's refusal comes back as a
+// result carrying its reason, which the bot replies with.
+func (t TemporalSessions) answerer() escalation.TemporalAnswerer {
+	return escalation.TemporalAnswerer{Client: t.Client}
+}
+
 // Status asks the session where it is.
 func (t TemporalSessions) Status(ctx context.Context, workflowID string) (contract.SessionStatus, error) {
-	return escalation.TemporalAnswerer{Client: t.Client}.Status(ctx, workflowID)
+	return t.answerer().Status(ctx, workflowID)
 }
 
 // Answer sends the answer update under updateID.
 func (t TemporalSessions) Answer(ctx context.Context, workflowID, updateID string, a contract.Answer) (contract.AnswerResult, error) {
-	var res contract.AnswerResult
-	msg, err := t.update(ctx, workflowID, updateID, contract.UpdateAnswerEscalation, a, &res)
-	if msg != "" {
-		return contract.AnswerResult{Message: msg}, nil
-	}
-	return res, err
+	return t.answerer().AnswerAs(ctx, workflowID, updateID, a)
 }
 
 // Approve sends the approve_call update under updateID.
 func (t TemporalSessions) Approve(ctx context.Context, workflowID, updateID string, d contract.ApprovalDecision) (contract.AnswerResult, error) {
-	var res contract.AnswerResult
-	msg, err := t.update(ctx, workflowID, updateID, contract.UpdateApproveCall, d, &res)
-	if msg != "" {
-		return contract.AnswerResult{Message: msg}, nil
-	}
-	return res, err
+	return t.answerer().ApproveAs(ctx, workflowID, updateID, d)
 }
 
 // Say sends the say update under updateID.
 func (t TemporalSessions) Say(ctx context.Context, workflowID, updateID string, m contract.Say) (contract.SayResult, error) {
-	var res contract.SayResult
-	msg, err := t.update(ctx, workflowID, updateID, contract.UpdateSay, m, &res)
-	if msg != "" {
-		return contract.SayResult{Message: msg}, nil
-	}
-	return res, err
-}
-
-// update sends one update and waits for its outcome into out. A session's refusal (its
-// validator or handler failed the update) comes back as refused, the session's reason; only a
-// failure to reach the session is an error.
-func (t TemporalSessions) update(ctx context.Context, workflowID, updateID, name string, arg, out any) (refused string, err error) {
-	h, err := t.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		UpdateID: updateID, WorkflowID: workflowID, UpdateName: name, Args: []any{arg},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err == nil {
-		err = h.Get(ctx, out)
-	}
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		return appErr.Message(), nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("sending the %s update to %s: %w", name, workflowID, err)
-	}
-	return "", nil
+	return t.answerer().SayAs(ctx, workflowID, updateID, m)
 }
