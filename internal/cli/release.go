@@ -14,6 +14,7 @@ import (
 
 	"github.com/keelrun/keel/internal/app"
 	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/textfmt"
 )
 
 // releaseCmd moves a Worker Deployment's traffic between builds, the steps of docs/operations.md's
@@ -130,10 +131,10 @@ func drainBuild(ctx context.Context, c client.Client, cfg config.Config, build s
 			return nil
 		}
 		if !time.Now().Before(deadline) {
-			return &exitError{code: 1, err: fmt.Errorf("build %s is not drained: %s still run on it; keep its workers running", build, turns(n))}
+			return &exitError{code: 1, err: fmt.Errorf("build %s is not drained: %s still run on it; keep its workers running", build, textfmt.Count(n, "turn"))}
 		}
 		if n != last {
-			fmt.Fprintf(out, "build %s: %s still run on it\n", build, turns(n))
+			fmt.Fprintf(out, "build %s: %s still run on it\n", build, textfmt.Count(n, "turn"))
 			last = n
 		}
 		select {
@@ -142,13 +143,6 @@ func drainBuild(ctx context.Context, c client.Client, cfg config.Config, build s
 		case <-time.After(time.Second):
 		}
 	}
-}
-
-func turns(n int64) string {
-	if n == 1 {
-		return "1 turn"
-	}
-	return fmt.Sprintf("%d turns", n)
 }
 
 func buildName(v *worker.WorkerDeploymentVersion) string {

@@ -90,8 +90,9 @@ func staticDetails(in contract.SessionInput) string {
 	if ep := in.Endpoint; ep != nil {
 		model = endpointLabel(*ep, in.Model)
 	}
-	return fmt.Sprintf("**Task**\n\n%s\n\n**Work directory** `%s` · **model** %s · **limits** %d turns, %s, %d tokens",
-		in.Task, in.Workdir, model, in.Limits.MaxTurns, in.Limits.MaxDuration, in.Limits.MaxTokens)
+	return fmt.Sprintf("**Task**\n\n%s\n\n**Work directory** `%s` · **model** %s · **limits** %s, %s, %s",
+		in.Task, in.Workdir, model, textfmt.Count(int64(in.Limits.MaxTurns), "turn"),
+		textfmt.Duration(in.Limits.MaxDuration.Std()), textfmt.Count(in.Limits.MaxTokens, "token"))
 }
 
 // endpointLabel names a session's endpoint as provider/model at base URL, with the key's name;

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/textfmt"
 )
 
 // Row is one fault-matrix row: the demo run with args, and what must come out.
@@ -83,7 +84,8 @@ func Run(ctx context.Context, starter string, env []string, rows []Row, parallel
 }
 
 func describe(s contract.Summary) string {
-	d := fmt.Sprintf("%s, %d turns, %d model attempts for %d calls", s.Status, s.Turns, s.GatewayAttempts, s.GatewayCalls)
+	d := fmt.Sprintf("%s, %s, %s for %s", s.Status, textfmt.Count(int64(s.Turns), "turn"),
+		textfmt.Count(int64(s.GatewayAttempts), "model attempt"), textfmt.Count(int64(s.GatewayCalls), "call"))
 	if s.Limit != "" {
 		d += ", limit " + s.Limit
 	}
