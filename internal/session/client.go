@@ -65,8 +65,10 @@ func (c Client) Start(ctx context.Context, s Start) (run client.WorkflowRun, ran
 	case err != nil:
 		return nil, false, fmt.Errorf("starting the session: %w", err)
 	}
-	if s.Sink != "" {
+	if s.Sink != "" && s.Job {
 		// A second starter of the same running job attaches to it: ask for its live events too.
+		// Other sessions have fresh IDs, so this start made them and their input names the sink
+		// already; a signal would cost an action for nothing.
 		_ = c.AttachSink(ctx, run.GetID(), s.Sink)
 	}
 	return run, false, nil
