@@ -5,11 +5,13 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/keelrun/keel/escalation"
@@ -98,10 +100,18 @@ func (a *Activities) NotifyEscalation(ctx context.Context, req contract.NotifyRe
 		return nil
 	}
 	if err := n.Notify(ctx, req.Escalation); err != nil {
-		return fmt.Errorf("notifying %s of escalation %s: %w", req.Channel, req.Escalation.ID, err)
+		err = fmt.Errorf("notifying %s of escalation %s: %w", req.Channel, req.Escalation.ID, err)
+		if errors.As(err, new(escalation.PermanentError)) {
+			return temporal.NewNonRetryableApplicationError(err.Error(), NoticeImpossible, nil)
+		}
+		return err
 	}
 	return nil
 }
+
+// NoticeImpossible is the error type of a notice no retry can deliver (escalation.PermanentError):
+// the activity fails at once and the session's log says why.
+const NoticeImpossible = "EscalationNoticeImpossible"
 
 // LivenessHeartbeat is the heartbeat cadence when the server pushes cancellation: long enough
 // that a model call of up to 15 s sends none besides the emitted rule's first one, short enough

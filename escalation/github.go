@@ -92,7 +92,7 @@ func (g *GitHubNotifier) target(e contract.Escalation) (contract.GitHubContext, 
 		pr = *e.GitHub
 	}
 	if pr.Repo == "" || pr.PR <= 0 {
-		return pr, fmt.Errorf("escalation %s of session %s: %w", e.ID, e.WorkflowID, ErrNoPullRequest)
+		return pr, PermanentError{fmt.Errorf("escalation %s of session %s: %w", e.ID, e.WorkflowID, ErrNoPullRequest)}
 	}
 	// The commit is not used here, so only what names the pull request is checked.
 	if err := (contract.GitHubContext{Repo: pr.Repo, PR: pr.PR}).Check(); err != nil {

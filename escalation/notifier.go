@@ -15,6 +15,14 @@ type Notifier interface {
 	Notify(ctx context.Context, e contract.Escalation) error
 }
 
+// PermanentError marks a notice that no retry can deliver: a setting the channel needs is missing
+// (the GitHub channel with no pull request to comment on). The notice activity fails it at once
+// instead of spending its retries on it.
+type PermanentError struct{ Err error }
+
+func (e PermanentError) Error() string { return e.Err.Error() }
+func (e PermanentError) Unwrap() error { return e.Err }
+
 // Answerer delivers answers and commands to sessions. TemporalAnswerer is the real one; the Slack
 // bot only knows this interface, so it never holds workflow code or a second answer path.
 type Answerer interface {
