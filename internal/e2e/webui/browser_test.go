@@ -8,8 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/keelrun/keel/internal/devkit/testenv"
 )
 
 // browser is a headless Chromium driven through the DevTools protocol over a pipe
@@ -54,8 +57,15 @@ func startBrowser(t *testing.T) *browser {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("chromium", chromiumFlags(t.TempDir())...)
+	profile, err := os.MkdirTemp("", "keel-webui-profile-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("chromium", chromiumFlags(profile)...)
 	cmd.ExtraFiles = []*os.File{cmdR, repW}
+	// Its own process group: Chromium's renderer and helper processes write to the profile too,
+	// so all of them are stopped before the profile is removed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting chromium: %v", err)
 	}
@@ -63,10 +73,14 @@ func startBrowser(t *testing.T) *browser {
 	repW.Close()
 	b := &browser{cmd: cmd, in: cmdW, out: bufio.NewReader(repR)}
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
 		cmdW.Close()
 		repR.Close()
+		// A helper that was killed mid-write may leave the directory busy for a moment.
+		if !testenv.WaitFor(10*time.Second, func() bool { return os.RemoveAll(profile) == nil }) {
+			t.Errorf("removing chromium's profile %s: %v", profile, os.RemoveAll(profile))
+		}
 	})
 	return b
 }
