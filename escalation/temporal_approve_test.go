@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/testenv"
 )
 
 // approvalTarget is a minimal session waiting on one tool call: the approve_call update with the
@@ -51,7 +52,7 @@ func approvalTarget(ctx workflow.Context, waiting contract.Approval) (string, er
 func TestTemporalAnswererApprove(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	c := startDevServer(t, ctx)
+	c := testenv.DevServer(t, ctx)
 	w := worker.New(c, "approval-test", worker.Options{})
 	w.RegisterWorkflowWithOptions(approvalTarget, workflow.RegisterOptions{Name: "approvalTarget"})
 	require.NoError(t, w.Start())

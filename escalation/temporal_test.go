@@ -3,20 +3,16 @@ package escalation
 import (
 	"context"
 	"errors"
-	"net"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/keelrun/keel/internal/contract"
-	"github.com/keelrun/keel/internal/devkit/devserver"
 	"github.com/keelrun/keel/internal/devkit/testenv"
 )
 
@@ -55,32 +51,10 @@ func answerTarget(ctx workflow.Context) (string, error) {
 	return "cancelled by " + req.By, nil
 }
 
-// startDevServer starts a Temporal dev server on a free loopback port for one test and returns
-// its client; the server stops when the test ends. TestMain has built Keel's Temporal server, so
-// finding it here takes no time from the test.
-func startDevServer(t *testing.T, ctx context.Context) client.Client {
-	t.Helper()
-	testenv.Needs(t, "a Temporal dev server")
-	cli, err := devserver.FindServer(ctx, os.Stderr)
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	hostPort := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
-		ExistingPath:  cli,
-		ClientOptions: &client.Options{HostPort: hostPort},
-		LogLevel:      "error",
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Stop() })
-	return srv.Client()
-}
-
 func TestTemporalAnswerer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	c := startDevServer(t, ctx)
+	c := testenv.DevServer(t, ctx)
 
 	w := worker.New(c, "escalation-test", worker.Options{})
 	w.RegisterWorkflowWithOptions(answerTarget, workflow.RegisterOptions{Name: "answerTarget"})

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os"
 	"testing"
 	"time"
 
@@ -13,12 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/keelrun/keel/internal/contract"
-	"github.com/keelrun/keel/internal/devkit/devserver"
 	"github.com/keelrun/keel/internal/devkit/testenv"
 )
 
@@ -77,34 +73,13 @@ func target(ctx workflow.Context) (contract.Summary, error) {
 	return contract.Summary{Status: contract.StatusCancelled}, nil
 }
 
-// startDevServer starts a Temporal dev server on a free loopback port for one test and returns
-// its client; the server stops when the test ends.
-func startDevServer(t *testing.T, ctx context.Context) client.Client {
-	t.Helper()
-	testenv.Needs(t, "a Temporal dev server")
-	bin, err := devserver.FindServer(ctx, os.Stderr)
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	hostPort := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
-		ExistingPath:  bin,
-		ClientOptions: &client.Options{HostPort: hostPort},
-		LogLevel:      "error",
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Stop() })
-	return srv.Client()
-}
-
 // TestTypedErrors: against a real server, each way of not getting through is told apart with
 // errors.Is or errors.As: no such session, a refusal (typed as already answered when someone was
 // first), and a session that has ended; the server's own wording stays in the message.
 func TestTypedErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	tc := startDevServer(t, ctx)
+	tc := testenv.DevServer(t, ctx)
 	w := worker.New(tc, "session-test", worker.Options{})
 	w.RegisterWorkflowWithOptions(target, workflow.RegisterOptions{Name: "target"})
 	require.NoError(t, w.Start())

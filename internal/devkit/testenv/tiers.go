@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/keelrun/keel/internal/devkit/devserver"
 )
 
@@ -96,4 +98,18 @@ func PrebuildServer(ctx context.Context) (func(), error) {
 		return nil, err
 	}
 	return nil, nil
+}
+
+// DevServer starts a dev server of Keel's Temporal server for one test, on a free loopback port
+// with state in memory, and returns its client; the server stops when the test ends. It skips in
+// the fast tier. The package's TestMain (Main) has built the server, so this takes seconds.
+func DevServer(t testing.TB, ctx context.Context) client.Client {
+	t.Helper()
+	Needs(t, "a Temporal dev server")
+	srv, err := devserver.Start(ctx, devserver.Options{Progress: os.Stderr})
+	if err != nil {
+		t.Fatalf("starting a Temporal dev server: %v", err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	return srv.Client()
 }
