@@ -2,17 +2,16 @@ package escalation
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/client"
 
 	"github.com/keelrun/keel/internal/logs"
+	"github.com/keelrun/keel/internal/program"
 )
 
 // Defaults of the Slack bot process.
@@ -90,24 +89,7 @@ func ServeSlackBot(ctx context.Context, cfg BotConfig, ans Answerer, ln net.List
 		_ = ln.Close()
 		return err
 	}
-	srv := &http.Server{Handler: bot, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	logger.Info("slack bot listening", "addr", ln.Addr().String())
-	select {
-	case err := <-done:
-		bot.Wait()
-		return fmt.Errorf("serving slack requests: %w", err)
-	case <-ctx.Done():
-	}
-	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err = srv.Shutdown(shutCtx)
-	bot.Wait()
-	if err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("shutting down the slack bot: %w", err)
-	}
-	return nil
+	return program.Serve(ctx, "slack bot", bot, ln, bot.Wait, logger)
 }
 
 // orDefault returns s, or def when s is empty.

@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/go-github/v84/github"
 	"go.temporal.io/sdk/client"
+
+	"github.com/keelrun/keel/internal/program"
 )
 
 // DefaultListen is where the bot listens when nothing is configured.
@@ -132,22 +134,5 @@ func serve(ctx context.Context, cfg RunConfig, sessions Sessions, jobs PullReque
 func listen(ctx context.Context, bot *Bot, ln net.Listener, logger *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle(WebhookPath, bot)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	logger.Info("github bot listening", "addr", ln.Addr().String(), "path", WebhookPath)
-	select {
-	case err := <-done:
-		bot.Wait()
-		return fmt.Errorf("serving github deliveries: %w", err)
-	case <-ctx.Done():
-	}
-	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := srv.Shutdown(shutCtx)
-	bot.Wait()
-	if err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("shutting down the github bot: %w", err)
-	}
-	return nil
+	return program.Serve(ctx, "github bot", mux, ln, bot.Wait, logger, "path", WebhookPath)
 }
