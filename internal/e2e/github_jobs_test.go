@@ -310,7 +310,7 @@ func TestGitHubJobsNewCommit(t *testing.T) {
 	r := newJobsRig(t, "max_running: 2", "x.go", "y.go", "z.go")
 	// The prompt names the fake model's hang mode: each job's first command runs until it is
 	// cancelled.
-	r.withRules(`
+	r.withRules(t, `
 max_running: 2
 rules:
   - name: review

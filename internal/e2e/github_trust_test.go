@@ -25,31 +25,31 @@ import (
 
 // withRules makes the rig's next bot use the rule file text, with ROOT standing for the rig's root
 // and MODE for a line naming the fake model's mode.
-func (r *jobsRig) withRules(text, mode string) {
-	r.t.Helper()
+func (r *jobsRig) withRules(t *testing.T, text, mode string) {
+	t.Helper()
 	text = strings.ReplaceAll(text, "ROOT", r.root)
 	text = strings.ReplaceAll(text, "MODE", `\n\nfake gateway mode: `+mode)
 	rules, err := githubjobs.ParseRules([]byte(text))
 	if err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	r.rules = rules
 }
 
 // handle passes the pull_request payload as the webhook bot would: encoded to JSON and decoded as
 // GitHub's payload, then to the bot's jobs.
-func (r *jobsRig) handle(ctx context.Context, b *ghBot, ev *github.PullRequestEvent) {
-	r.t.Helper()
+func handle(ctx context.Context, t *testing.T, b *ghBot, ev *github.PullRequestEvent) {
+	t.Helper()
 	body, err := json.Marshal(ev)
 	if err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	payload, err := github.ParseWebHook(githubbot.EventPullRequest, body)
 	if err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if err := b.jobs.HandlePullRequest(ctx, payload.(*github.PullRequestEvent)); err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 }
 
@@ -128,14 +128,14 @@ func TestGitHubJobsTrust(t *testing.T) {
 		head := sha("fork-default")
 		r.gh.AddPR(repo, fakegithub.PR{Number: 1, Author: "mallory", Title: crafted, HeadSHA: head, HeadRef: "main", HeadRepo: "mallory/forked",
 			Files: []fakegithub.File{{Name: "x.go"}}})
-		r.withRules(`
+		r.withRules(t, `
 rules:
   - name: review
     for_each: file
     prompt: "Review {{.Path}}: {{.Title}}"
     workdir: ROOT/{{.Head}}
 `, "")
-		r.handle(ctx, r.bot(ctx), r.event("opened", repo, 1))
+		handle(ctx, t, r.bot(ctx), r.event("opened", repo, 1))
 		if wid := jobID(repo, head, "x.go"); started(ctx, t, wid) {
 			terminateAtEnd(top, wid)
 			t.Fatalf("a fork's pull request started job %s with the bot's credentials", wid)
@@ -146,7 +146,7 @@ rules:
 	})
 
 	t.Run("forks run in a workspace of their own; author text is data", func(t *testing.T) {
-		r.withRules(`
+		r.withRules(t, `
 rules:
   - name: review
     for_each: file
@@ -160,8 +160,8 @@ rules:
 			Files: []fakegithub.File{{Name: "x.go"}}})
 		r.gh.AddPR("acme/dotdot", fakegithub.PR{Number: 3, Author: "alice", Title: "t", HeadSHA: branchHead, HeadRef: "../../../../../tmp/x",
 			Files: []fakegithub.File{{Name: "x.go"}}})
-		r.handle(ctx, b, r.event("opened", "acme/forkrun", 2))
-		r.handle(ctx, b, r.event("opened", "acme/dotdot", 3))
+		handle(ctx, t, b, r.event("opened", "acme/forkrun", 2))
+		handle(ctx, t, b, r.event("opened", "acme/dotdot", 3))
 		for _, tc := range []struct{ repo, head, workdir string }{
 			{"acme/forkrun", forkHead, r.root + "/ws/forks/" + forkHead},
 			{"acme/dotdot", branchHead, r.root + "/ws/.._.._.._.._.._tmp_x"},
@@ -185,7 +185,7 @@ rules:
 
 	const stale = "acme/stale"
 	old, head := sha("stale-old"), sha("stale-new")
-	r.withRules(`
+	r.withRules(t, `
 max_running: 1
 rules:
   - name: review
@@ -200,7 +200,7 @@ rules:
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.handle(ctx, hang, r.event("opened", stale, 4))
+		handle(ctx, t, hang, r.event("opened", stale, 4))
 		terminateAtEnd(top, jobID(stale, old, "x.go"))
 		var notices []fakegithub.Comment
 		for _, c := range r.gh.Comments(stale, 4) {
@@ -224,7 +224,7 @@ rules:
 		}
 		r.gh.AddPR(stale, fakegithub.PR{Number: 4, Author: "alice", Title: "t", HeadSHA: head, Files: []fakegithub.File{{Name: "x.go"}}})
 		newEvent := r.event("synchronize", stale, 4)
-		r.handle(ctx, hang, newEvent)
+		handle(ctx, t, hang, newEvent)
 		fresh := jobID(stale, head, "x.go")
 		if !started(ctx, t, fresh) {
 			t.Fatal("the new head's job did not start")
@@ -234,9 +234,9 @@ rules:
 			t.Fatalf("running jobs listed: %v, want only %s", runs(ctx, t, runningQ), fresh)
 		}
 		// The old head's opened event again (a redelivery): GitHub says the head moved on.
-		r.handle(ctx, hang, oldEvent)
+		handle(ctx, t, hang, oldEvent)
 		// The current head's event again starts nothing new either.
-		r.handle(ctx, hang, newEvent)
+		handle(ctx, t, hang, newEvent)
 		if n := signals(ctx, t, fresh); n != 0 {
 			t.Errorf("the current head's job got %d signals from stale events", n)
 		}
@@ -260,7 +260,7 @@ rules:
 		}
 		commit := sha("big")
 		r.gh.AddPR(big, fakegithub.PR{Number: 5, Author: "alice", Title: "t", HeadSHA: commit, Files: files})
-		r.handle(ctx, hang, r.event("opened", big, 5))
+		handle(ctx, t, hang, r.event("opened", big, 5))
 		terminateAtEnd(top, jobID(big, commit, files[0].Name))
 		var notices []string
 		for _, c := range r.gh.Comments(big, 5) {
@@ -276,7 +276,7 @@ rules:
 	t.Run("a closed pull request's jobs are cancelled and their escalation answered closed", func(t *testing.T) {
 		const repo = "acme/closing"
 		commit := sha("closing")
-		r.withRules(`
+		r.withRules(t, `
 rules:
   - name: review
     for_each: file
@@ -285,7 +285,7 @@ rules:
 `, fakegw.ModeBadArgs)
 		b := r.bot(ctx)
 		r.gh.AddPR(repo, fakegithub.PR{Number: 6, Author: "alice", Title: "t", HeadSHA: commit, Files: []fakegithub.File{{Name: "y.go"}}})
-		r.handle(ctx, b, r.event("opened", repo, 6))
+		handle(ctx, t, b, r.event("opened", repo, 6))
 		wid := jobID(repo, commit, "y.go")
 		terminateAtEnd(top, wid)
 		var esc *contract.Escalation
@@ -301,7 +301,7 @@ rules:
 			t.Fatalf("running jobs listed: %v", runs(ctx, t, runningQ))
 		}
 		r.gh.AddPR(repo, fakegithub.PR{Number: 6, Author: "alice", Title: "t", HeadSHA: commit, State: "closed", Files: []fakegithub.File{{Name: "y.go"}}})
-		r.handle(ctx, b, r.event("closed", repo, 6))
+		handle(ctx, t, b, r.event("closed", repo, 6))
 		answers := acceptedAnswers(t, wid)
 		if len(answers) != 1 || answers[0].EscalationID != esc.ID || answers[0].Action != contract.ActionAbort || !strings.HasPrefix(answers[0].Text, "closed") {
 			t.Errorf("answers of the closed pull request's job: %+v", answers)
