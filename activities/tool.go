@@ -20,6 +20,7 @@ import (
 // effects gets a claim before a tool that may change something starts and the outcome before the
 // activity reports, so a turn that never hears back can still tell what happened.
 func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (contract.ToolResult, error) {
+	defer a.endLive(ctx, req.Sinks)
 	a.Events.Publish(ctx, req.Sinks, contract.Event{
 		Event: contract.EventToolCall, WorkflowID: req.SessionID, Turn: req.Turn,
 		Tool: req.Call.Name, CallID: req.Call.ID, Arguments: req.Call.Arguments,
