@@ -25,6 +25,8 @@ func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (con
 		Event: contract.EventToolCall, WorkflowID: req.SessionID, Turn: req.Turn,
 		Tool: req.Call.Name, CallID: req.Call.ID, Arguments: req.Call.Arguments,
 	})
+	// A watcher that keeps up sees the call before it starts; one that does not is not waited for.
+	a.Events.Flush(ctx, req.Sinks)
 	key := ledgerKey(ctx, req.SessionID, req.Turn, req.Call.ID)
 	var res contract.ToolResult
 	if a.claim(ctx, key, req) {

@@ -5,11 +5,20 @@
 // history, not this stream.
 //
 // The wire format: a POST of a Batch (Content-Type BatchContentType), the events of one stream in
-// order, the first at position Seq. A sink URL from a starter older than batches gets one JSON
-// event per POST instead.
+// order, the first at position Seq. Each sink has a random secret, carried in its URL's fragment
+// ("#key=", which HTTP clients never send): the sink URL travels only inside the session's input
+// and its attach_sink signals, so it is as protected as the history. Every POST carries an
+// HMAC-SHA256 of its body under that secret (AuthScheme), and the sink refuses any other. With
+// codec.keys the body is encrypted with the codec's keys (codec.Keyring.Seal) before it leaves the
+// worker, and the sink opens it with the same keys. A sink URL without a secret is a starter's
+// from before batches: it gets one plain JSON event per POST, and nothing when codec.keys is set.
 package events
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,11 +26,20 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/keelrun/keel/internal/codec"
 	"github.com/keelrun/keel/internal/contract"
 )
+
+// AuthScheme is the Authorization scheme of a POST to a sink: the base64 of the body's
+// HMAC-SHA256 under the sink's secret follows it.
+const AuthScheme = "Keel-HMAC-SHA256"
+
+// secretSize is the length of a sink's secret in bytes.
+const secretSize = 32
 
 // BatchContentType marks a POST that holds a Batch.
 const BatchContentType = "application/vnd.keel.events.v2+json"
@@ -46,7 +64,9 @@ type target struct {
 	url string
 	// display names the sink in logs.
 	display string
-	// legacy is a sink of a starter from before batches: one event per POST.
+	// secret authenticates POSTs to the sink; nil for a sink of a starter from before batches,
+	// which gets one plain event per POST.
+	secret []byte
 	legacy bool
 }
 
@@ -59,12 +79,29 @@ func parseTarget(raw string) (target, error) {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return target{}, fmt.Errorf("the sink URL %q is not http", u.Redacted())
 	}
+	var secret []byte
+	if frag, err := url.ParseQuery(u.Fragment); err == nil && frag.Get("key") != "" {
+		if secret, err = base64.RawURLEncoding.DecodeString(frag.Get("key")); err != nil || len(secret) == 0 {
+			return target{}, errors.New("the sink URL's key is not base64")
+		}
+	}
 	u.Fragment, u.RawFragment = "", ""
-	return target{url: u.String(), display: u.Host, legacy: u.Path != batchPath}, nil
+	return target{url: u.String(), display: u.Host, secret: secret, legacy: secret == nil}, nil
 }
 
 // sign authenticates a request to the target.
-func (t target) sign(*http.Request, []byte) {}
+func (t target) sign(r *http.Request, body []byte) {
+	if t.secret != nil {
+		r.Header.Set("Authorization", AuthScheme+" "+mac(t.secret, body))
+	}
+}
+
+// mac is the base64 of body's HMAC-SHA256 under secret.
+func mac(secret, body []byte) string {
+	h := hmac.New(sha256.New, secret)
+	h.Write(body)
+	return base64.StdEncoding.EncodeToString(h.Sum(nil))
+}
 
 // Sink receives events over HTTP on a port of events.host.
 type Sink struct {
@@ -76,10 +113,19 @@ type Sink struct {
 	turn chan struct{}
 	// streams holds the last position delivered of each stream.
 	streams map[string]int64
+	// secret is what POSTs are authenticated with; keys open encrypted batches (nil: none is
+	// configured, and an encrypted batch is refused).
+	secret []byte
+	keys   *codec.Keyring
 }
 
-// Listen starts a sink on host (":0" port) and returns it; URL is what goes into SessionInput.Sinks.
-func Listen(host string) (*Sink, error) {
+// Listen starts a sink on host (":0" port) without codec keys; see ListenWith.
+func Listen(host string) (*Sink, error) { return ListenWith(host, nil) }
+
+// ListenWith starts a sink on host (":0" port) with a fresh secret and returns it; URL, which
+// carries the secret, is what goes into SessionInput.Sinks. keys are codec.keys, which open the
+// batches workers encrypt with them; nil when none are configured.
+func ListenWith(host string, keys *codec.Keyring) (*Sink, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
@@ -87,7 +133,13 @@ func Listen(host string) (*Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listening for session events: %w", err)
 	}
-	s := &Sink{ln: ln, events: make(chan contract.Event, 4096), turn: make(chan struct{}, 1), streams: map[string]int64{}}
+	secret := make([]byte, secretSize)
+	if _, err := rand.Read(secret); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("drawing the sink's secret: %w", err)
+	}
+	s := &Sink{ln: ln, events: make(chan contract.Event, 4096), turn: make(chan struct{}, 1), streams: map[string]int64{},
+		secret: secret, keys: keys}
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.handle), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
@@ -101,6 +153,11 @@ func (s *Sink) handle(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		http.Error(w, "reading the events: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if !s.authentic(r, body) {
+		// Not from a worker of the session: refused, and nothing of it is shown.
+		http.Error(w, "unauthenticated", http.StatusUnauthorized)
 		return
 	}
 	b, err := s.decode(r, body)
@@ -131,10 +188,29 @@ func (s *Sink) handle(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// decode reads a POST's batch.
+// authentic says whether the POST carries the HMAC of its body under the sink's secret.
+func (s *Sink) authentic(r *http.Request, body []byte) bool {
+	scheme, sum, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, AuthScheme) {
+		return false
+	}
+	return hmac.Equal([]byte(sum), []byte(mac(s.secret, body)))
+}
+
+// decode reads a POST's batch, opening it with the codec keys when it is encrypted.
 func (s *Sink) decode(r *http.Request, body []byte) (Batch, error) {
 	if r.Header.Get("Content-Type") != BatchContentType {
 		return Batch{}, errors.New("POST a batch of events (" + BatchContentType + ")")
+	}
+	if codec.IsSealed(body) {
+		if s.keys == nil {
+			return Batch{}, errors.New("the events are encrypted with codec.keys, which this starter does not have")
+		}
+		plain, err := s.keys.Open(body)
+		if err != nil {
+			return Batch{}, fmt.Errorf("decrypting the events: %w", err)
+		}
+		body = plain
 	}
 	var b Batch
 	if err := json.Unmarshal(body, &b); err != nil {
@@ -147,7 +223,9 @@ func (s *Sink) decode(r *http.Request, body []byte) (Batch, error) {
 }
 
 // URL is the address activities post to.
-func (s *Sink) URL() string { return "http://" + s.ln.Addr().String() + batchPath }
+func (s *Sink) URL() string {
+	return "http://" + s.ln.Addr().String() + batchPath + "#key=" + base64.RawURLEncoding.EncodeToString(s.secret)
+}
 
 // Events delivers received events in arrival order.
 func (s *Sink) Events() <-chan contract.Event { return s.events }

@@ -3,15 +3,20 @@ package events
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/keelrun/keel/internal/codec"
 	"github.com/keelrun/keel/internal/contract"
 )
 
@@ -214,5 +219,204 @@ func TestLegacySink(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("the legacy sink got nothing")
 		}
+	}
+}
+
+// recordBodies wraps the sink's handler to keep the bodies and headers of the POSTs it gets.
+func recordBodies(s *Sink) func() []*http.Request {
+	var mu sync.Mutex
+	var got []*http.Request
+	h := s.srv.Handler
+	s.srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		c := r.Clone(context.Background())
+		c.Body = io.NopCloser(bytes.NewReader(b))
+		mu.Lock()
+		got = append(got, c)
+		mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		h.ServeHTTP(w, r)
+	})
+	return func() []*http.Request { mu.Lock(); defer mu.Unlock(); return slices.Clone(got) }
+}
+
+func testKeys(t *testing.T, id string) *codec.Keyring {
+	t.Helper()
+	k, err := codec.NewKeyring(codec.Key{ID: id, Secret: bytes.Repeat([]byte{id[0]}, codec.KeySize)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// TestSinkRefusesForgedEvents: a POST without the sink's secret, with another secret, or a
+// replayed batch never reaches the watcher; the first two are answered 401.
+func TestSinkRefusesForgedEvents(t *testing.T) {
+	s, err := Listen("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	bodies := recordBodies(s)
+	plain := strings.SplitN(s.URL(), "#", 2)[0]
+	forged, _ := json.Marshal(Batch{Stream: "x", Seq: 1, Events: []contract.Event{{Event: contract.EventDelta, Text: "forged"}}})
+	other := target{secret: bytes.Repeat([]byte{7}, secretSize)}
+	cases := []struct {
+		name string
+		sign func(*http.Request, []byte)
+	}{
+		{"no secret", func(*http.Request, []byte) {}},
+		{"another secret", other.sign},
+		{"a bearer of the secret's MAC of nothing", func(r *http.Request, _ []byte) { r.Header.Set("Authorization", AuthScheme+" "+mac(s.secret, nil)) }},
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest(http.MethodPost, plain, bytes.NewReader(forged))
+		req.Header.Set("Content-Type", BatchContentType)
+		c.sign(req, forged)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s: status %d, want 401", c.name, resp.StatusCode)
+		}
+	}
+	// An authentic batch, then the same batch again, as someone who captured it would send it.
+	p := NewPublisher()
+	p.Publish(context.Background(), []string{s.URL()}, delta(1))
+	p.Flush(context.Background(), []string{s.URL()})
+	got := collect(t, s, 1, 5*time.Second)
+	if got[0].Text != "piece 1 " {
+		t.Fatalf("the authentic event: %+v", got[0])
+	}
+	var replay *http.Request
+	for _, r := range bodies() {
+		if r.Header.Get("Authorization") != "" && strings.HasPrefix(r.Header.Get("Authorization"), AuthScheme) && hmac.Equal([]byte(strings.TrimPrefix(r.Header.Get("Authorization"), AuthScheme+" ")), []byte(mac(s.secret, mustRead(r)))) {
+			replay = r
+		}
+	}
+	if replay == nil {
+		t.Fatal("no authentic POST recorded")
+	}
+	req, _ := http.NewRequest(http.MethodPost, plain, bytes.NewReader(mustRead(replay)))
+	req.Header = replay.Header.Clone()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	select {
+	case e := <-s.Events():
+		t.Fatalf("the watcher got %+v from forged or replayed POSTs", e)
+	default:
+	}
+}
+
+func mustRead(r *http.Request) []byte {
+	b, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	return b
+}
+
+// TestEncryptedEvents: with codec keys the bodies on the wire hold no event text, and a sink
+// with the same keys reads them; one without keys, or with other keys, shows nothing.
+func TestEncryptedEvents(t *testing.T) {
+	keys := testKeys(t, "k1")
+	cases := []struct {
+		name  string
+		keys  *codec.Keyring
+		reads bool
+	}{
+		{"the same keys", keys, true},
+		{"no keys", nil, false},
+		{"other keys", testKeys(t, "k2"), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := ListenWith("127.0.0.1", c.keys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			bodies := recordBodies(s)
+			p := NewPublisherWith(Options{Keys: keys, Log: slog.New(slog.DiscardHandler)})
+			for i := 1; i <= 50; i++ {
+				p.Publish(context.Background(), []string{s.URL()}, delta(i))
+			}
+			p.Flush(context.Background(), []string{s.URL()})
+			if !waitFor(5*time.Second, func() bool { return len(bodies()) > 0 }) {
+				t.Fatal("nothing was posted")
+			}
+			for _, r := range bodies() {
+				if b := mustRead(r); bytes.Contains(b, []byte("piece")) || !codec.IsSealed(b) {
+					t.Fatalf("a body in clear: %.200s", b)
+				}
+			}
+			if c.reads {
+				got := collect(t, s, 50, 5*time.Second)
+				if got[49].Text != "piece 50 " {
+					t.Fatalf("last event %+v", got[49])
+				}
+				return
+			}
+			select {
+			case e := <-s.Events():
+				t.Fatalf("a sink without the keys showed %+v", e)
+			default:
+			}
+		})
+	}
+}
+
+// waitFor polls cond until it holds or timeout passes.
+func waitFor(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
+// TestLegacySinkGetsNothingEncrypted: with codec keys, a sink URL without a secret (an older
+// starter's, which reads plain events) is not posted to at all.
+func TestLegacySinkGetsNothingEncrypted(t *testing.T) {
+	var mu sync.Mutex
+	posts := 0
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		posts++
+		mu.Unlock()
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	url := "http://" + ln.Addr().String() + "/events"
+	p := NewPublisherWith(Options{Keys: testKeys(t, "k1"), Log: slog.New(slog.DiscardHandler)})
+	p.Publish(context.Background(), []string{url}, delta(1))
+	p.Flush(context.Background(), []string{url})
+	if !waitFor(5*time.Second, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		q := p.queues[url]
+		if q == nil {
+			return false
+		}
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.dropped == 1
+	}) {
+		t.Fatal("the event was not dropped")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if posts != 0 {
+		t.Fatalf("%d POSTs to a sink that reads events in clear", posts)
 	}
 }

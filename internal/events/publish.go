@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -15,6 +16,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/keelrun/keel/internal/codec"
 	"github.com/keelrun/keel/internal/contract"
 )
 
@@ -57,6 +59,9 @@ type Options struct {
 	// activity's logger is used, which names the session's workflow and the activity). Nil is
 	// slog's default.
 	Log *slog.Logger
+	// Keys are codec.keys: with them every batch is encrypted before it leaves the worker, and
+	// sinks that cannot read encrypted batches (older starters') get nothing.
+	Keys *codec.Keyring
 	// QueueEvents overrides queueEvents (tests).
 	QueueEvents int
 	// RetryFirst overrides retryFirst (tests).
@@ -363,6 +368,9 @@ func (q *queue) signal() {
 // batches.
 func (q *queue) post(batch []queued) error {
 	if q.target.legacy {
+		if q.p.opts.Keys != nil {
+			return errors.New("the watcher's starter predates encrypted events, and with codec.keys nothing leaves the worker in clear")
+		}
 		for _, b := range batch {
 			body, err := json.Marshal(b.e)
 			if err != nil {
@@ -374,7 +382,7 @@ func (q *queue) post(batch []queued) error {
 		}
 		return nil
 	}
-	body, ctype, err := q.p.encode(q.target, q.stream, batch)
+	body, ctype, err := q.p.encode(q.stream, batch)
 	if err != nil {
 		return err
 	}
@@ -452,7 +460,7 @@ func randomID() string {
 }
 
 // encode is a batch's body and content type as its sink reads it.
-func (p *Publisher) encode(t target, stream string, batch []queued) ([]byte, string, error) {
+func (p *Publisher) encode(stream string, batch []queued) ([]byte, string, error) {
 	b := Batch{Stream: stream, Seq: batch[0].seq, Events: make([]contract.Event, len(batch))}
 	for i, x := range batch {
 		b.Events[i] = x.e
@@ -460,6 +468,11 @@ func (p *Publisher) encode(t target, stream string, batch []queued) ([]byte, str
 	body, err := json.Marshal(b)
 	if err != nil {
 		return nil, "", fmt.Errorf("encoding live events: %w", err)
+	}
+	if p.opts.Keys != nil {
+		if body, err = p.opts.Keys.Seal(body); err != nil {
+			return nil, "", fmt.Errorf("encrypting live events: %w", err)
+		}
 	}
 	return body, BatchContentType, nil
 }
