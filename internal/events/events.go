@@ -111,8 +111,10 @@ type Sink struct {
 	once   sync.Once
 	// turn serialises deliveries, so a stream's batches reach Events in order.
 	turn chan struct{}
-	// streams holds the last position delivered of each stream.
+	// streams holds the last position delivered of each stream; gapSaid is set once the follower
+	// was told that events were dropped (said once per sink: the first hole's size).
 	streams map[string]int64
+	gapSaid bool
 	// secret is what POSTs are authenticated with; keys open encrypted batches (nil: none is
 	// configured, and an encrypted batch is refused).
 	secret []byte
@@ -171,19 +173,23 @@ func (s *Sink) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer func() { <-s.turn }()
-	last := s.streams[b.Stream]
 	for i, e := range b.Events {
 		seq := b.Seq + int64(i)
+		last := s.streams[b.Stream]
 		if seq <= last {
 			// Delivered already: a batch sent twice.
 			continue
 		}
-		select {
-		case s.events <- e:
-			s.streams[b.Stream] = seq
-		case <-r.Context().Done():
+		if gap := seq - last - 1; gap > 0 && !s.gapSaid {
+			if !s.deliver(r, gapNotice(e, gap)) {
+				return
+			}
+			s.gapSaid = true
+		}
+		if !s.deliver(r, e) {
 			return
 		}
+		s.streams[b.Stream] = seq
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -195,6 +201,27 @@ func (s *Sink) authentic(r *http.Request, body []byte) bool {
 		return false
 	}
 	return hmac.Equal([]byte(sum), []byte(mac(s.secret, body)))
+}
+
+// deliver hands e to the follower, unless the POST is given up first.
+func (s *Sink) deliver(r *http.Request, e contract.Event) bool {
+	select {
+	case s.events <- e:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// gapNotice says, before e, that n events before it never arrived: a worker dropped them for a
+// watcher that did not keep up. The live view has a hole; the session's transcript has none.
+func gapNotice(e contract.Event, n int64) contract.Event {
+	pieces := "events were"
+	if n == 1 {
+		pieces = "event was"
+	}
+	return contract.Event{Event: contract.EventNotice, WorkflowID: e.WorkflowID, Turn: e.Turn, Time: e.Time,
+		Text: fmt.Sprintf("%d live %s dropped on the way to this terminal; the session's transcript is complete", n, pieces)}
 }
 
 // decode reads a POST's batch, opening it with the codec keys when it is encrypted.

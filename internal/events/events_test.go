@@ -420,3 +420,48 @@ func TestLegacySinkGetsNothingEncrypted(t *testing.T) {
 		t.Fatalf("%d POSTs to a sink that reads events in clear", posts)
 	}
 }
+
+// TestSinkSaysOnceThatEventsWereDropped: a hole in a stream's positions (events a worker dropped)
+// is told once, before the first event after it, with its size; later holes add no more notices.
+func TestSinkSaysOnceThatEventsWereDropped(t *testing.T) {
+	s, err := Listen("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tg, err := parseTarget(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(seq int64, texts ...string) {
+		t.Helper()
+		b := Batch{Stream: "w1", Seq: seq}
+		for _, x := range texts {
+			b.Events = append(b.Events, contract.Event{Event: contract.EventDelta, WorkflowID: "s1", Turn: 2, Text: x})
+		}
+		body, _ := json.Marshal(b)
+		req, _ := http.NewRequest(http.MethodPost, tg.url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", BatchContentType)
+		tg.sign(req, body)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+	}
+	post(1, "a", "b")
+	post(6, "f")
+	post(9, "i")
+	got := collect(t, s, 5, 5*time.Second)
+	var texts []string
+	for _, e := range got {
+		texts = append(texts, e.Event+":"+e.Text)
+	}
+	want := []string{"delta:a", "delta:b", "notice:3 live events were dropped on the way to this terminal; the session's transcript is complete", "delta:f", "delta:i"}
+	if !slices.Equal(texts, want) {
+		t.Fatalf("got %q\nwant %q", texts, want)
+	}
+	if got[2].WorkflowID != "s1" || got[2].Turn != 2 {
+		t.Fatalf("the notice does not name the session and turn: %+v", got[2])
+	}
+}
