@@ -41,10 +41,12 @@ const (
 	retryFirst = 200 * time.Millisecond
 	retryCap   = 30 * time.Second
 	// stallAfter is how long a POST may be in flight before its sink counts as stalled: Flush
-	// waits for a healthy sink only.
-	stallAfter = 250 * time.Millisecond
+	// waits for a healthy sink only. It is the bound one POST had when posting was synchronous,
+	// so a watcher on a busy machine that answered then still has every event of a call before
+	// the workflow moves on.
+	stallAfter = 500 * time.Millisecond
 	// flushBound bounds Flush as a whole.
-	flushBound = time.Second
+	flushBound = 2 * time.Second
 	// idleAfter is how long a sink's sender waits for events before it ends; a later event
 	// starts a new one.
 	idleAfter = time.Minute
