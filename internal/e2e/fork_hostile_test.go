@@ -109,8 +109,9 @@ func TestForkOfAHostileTree(t *testing.T) {
 		}
 		return nil
 	})
+	// (The fork's own turn 2 makes big a link again, in the fork's directory.)
 	for _, name := range []string{"big", "bigsparse", "fifo"} {
-		if _, err := os.Lstat(filepath.Join(dst, name)); err == nil {
+		if info, err := os.Lstat(filepath.Join(dst, name)); err == nil && info.Mode()&fs.ModeSymlink == 0 {
 			t.Errorf("the fork has %s, which the snapshot skipped", name)
 		}
 	}
@@ -198,16 +199,16 @@ func TestSnapshotsStayUnderTheirLimit(t *testing.T) {
 		t.Fatal("the user was never told that a snapshot left content out")
 	}
 
-	dry := runIn(t, environ, "prune", "--dry-run")
+	dry := runPlain(t, environ, "prune", "--dry-run")
 	if dry.Code != 0 || !strings.Contains(dry.Stdout, "would remove") {
 		t.Fatalf("prune --dry-run: exit %d\n%s%s", dry.Code, dry.Stdout, dry.Stderr)
 	}
 	if u := diskUsage(snaps); u != used {
 		t.Fatalf("prune --dry-run changed the snapshots: %d bytes, then %d", used, u)
 	}
-	pr := runIn(t, environ, "prune")
+	pr := runPlain(t, environ, "prune")
 	after := diskUsage(snaps)
-	t.Logf("prune:\n%s", pr.Stdout)
+	t.Logf("prune --dry-run:\n%sprune:\n%s", dry.Stdout, pr.Stdout)
 	if pr.Code != 0 || after > keepMB<<20 {
 		t.Fatalf("prune: exit %d, the snapshots take %d bytes, want at most %d MiB\n%s%s", pr.Code, after, keepMB, pr.Stdout, pr.Stderr)
 	}
@@ -228,4 +229,19 @@ func diskUsage(dir string) int64 {
 		return nil
 	})
 	return n
+}
+
+// runPlain runs the starter for a command that prints text, not events.
+func runPlain(t *testing.T, environ []string, args ...string) testenv.Run {
+	t.Helper()
+	cmd := exec.Command(starter, args...)
+	cmd.Env = environ
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := testenv.Run{Code: cmd.ProcessState.ExitCode(), Stdout: stdout.String(), Stderr: stderr.String()}
+	if err != nil && r.Code < 0 {
+		t.Fatalf("starter %v: %v", args, err)
+	}
+	return r
 }
