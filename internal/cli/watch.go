@@ -307,7 +307,7 @@ func forkWorkdir(snaps *snapshot.Store, session string, turn int, original, give
 		if m.Limit != "" {
 			why += "; or left out because " + m.Limit
 		}
-		note = fmt.Sprintf("; %d file(s) were not in the snapshot (%s) and are not in the fork (%s)", len(m.Skipped), why, strings.Join(names, ", "))
+		note = fmt.Sprintf("; %d file(s) were not in the snapshot (%s) and are not in the fork (%s)", len(m.Skipped)+m.SkippedMore, why, strings.Join(names, ", "))
 	}
 	if _, err := snaps.Take(wid, turn, dst); err != nil {
 		return "", "", fmt.Errorf("recording the fork's work directory: %w", err)

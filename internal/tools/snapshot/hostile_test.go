@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -257,5 +258,34 @@ func TestLimitsLeaveNewContentOut(t *testing.T) {
 				t.Fatalf("fork at turn 4 after a missing snapshot: %v", err)
 			}
 		})
+	}
+}
+
+// TestManyNamesAreBounded: past MaxEntries the walk stops reading a folder and lists it, and
+// the list of skipped paths stops at MaxSkipped, the rest counted.
+func TestManyNamesAreBounded(t *testing.T) {
+	wd, s := t.TempDir(), New(t.TempDir())
+	sub := filepath.Join(wd, "many")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range MaxEntries + 10 {
+		f, err := os.Create(filepath.Join(sub, strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	for i := range MaxSkipped + 5 {
+		if err := os.WriteFile(filepath.Join(wd, "z"+strconv.Itoa(i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := s.Take("s", 1, wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Entries) != MaxEntries || m.Skipped[0] != "many" || len(m.Skipped) != MaxSkipped || m.SkippedMore != 6 {
+		t.Fatalf("%d entries, skipped %d (first %q) and %d more; want %d, the folder first, %d and 6", len(m.Entries), len(m.Skipped), m.Skipped[0], m.SkippedMore, MaxEntries, MaxSkipped)
 	}
 }

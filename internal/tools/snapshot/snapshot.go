@@ -39,6 +39,9 @@ const MaxFileSize = 8 << 20
 // MaxEntries bounds the files and folders one snapshot walks; past it the rest are skipped.
 const MaxEntries = 50_000
 
+// MaxSkipped bounds the paths a manifest lists as skipped; past it they are only counted.
+const MaxSkipped = 1000
+
 // MaxDepth bounds how deep the walk goes: each level holds a descriptor while the walk is below it.
 const MaxDepth = 256
 
@@ -64,6 +67,8 @@ type Manifest struct {
 	// Skipped are the files left out: over MaxFileSize, past MaxEntries or MaxDepth, not a
 	// regular file, folder or link, unreadable, or new content past a size limit.
 	Skipped []Name `json:"skipped,omitempty"`
+	// SkippedMore counts the skipped paths past MaxSkipped, not listed.
+	SkippedMore int `json:"skipped_more,omitempty"`
 	// Limit, when set, says which size limit left new content out of this snapshot.
 	Limit string `json:"limit,omitempty"`
 	// Missing, when set, says why there is no snapshot of this turn (a size limit, or prune):
@@ -202,35 +207,59 @@ func (s *Store) take(session string, turn int, workdir string) (Manifest, error)
 func (w *walker) walk(dir int, rel string, depth int) {
 	f := os.NewFile(uintptr(dir), rel)
 	defer f.Close()
-	names, err := f.Readdirnames(-1)
-	if err != nil && len(names) == 0 {
-		return
+	for {
+		// In batches, so a folder of millions of names costs no more memory than a few.
+		names, err := f.Readdirnames(1024)
+		if len(names) == 0 || err != nil && !errors.Is(err, io.EOF) {
+			return
+		}
+		sort.Strings(names)
+		if !w.entries(dir, rel, depth, names) {
+			return
+		}
 	}
-	sort.Strings(names)
+}
+
+// skip lists a path left out, up to MaxSkipped of them; the rest are only counted.
+func (w *walker) skip(path Name) {
+	if len(w.m.Skipped) < MaxSkipped {
+		w.m.Skipped = append(w.m.Skipped, path)
+	} else {
+		w.m.SkippedMore++
+	}
+}
+
+// entries records the names of one batch of the folder open as dir; false once MaxEntries is
+// reached, when the rest of the folder is left out (the folder listed as skipped).
+func (w *walker) entries(dir int, rel string, depth int, names []string) bool {
 	for _, n := range names {
 		path := Name(n)
 		if rel != "" {
 			path = Name(rel + "/" + n)
 		}
 		if len(w.m.Entries) >= MaxEntries {
-			w.m.Skipped = append(w.m.Skipped, path)
-			continue
+			if rel == "" {
+				w.skip(path)
+				continue
+			}
+			w.skip(Name(rel))
+			return false
 		}
 		var st unix.Stat_t
 		if err := unix.Fstatat(dir, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			w.m.Skipped = append(w.m.Skipped, path)
+			w.skip(path)
 			continue
 		}
 		perm := fs.FileMode(st.Mode & 0o777)
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
 			if depth+1 >= MaxDepth {
-				w.m.Skipped = append(w.m.Skipped, path)
+				w.skip(path)
 				continue
 			}
 			sub, err := unix.Openat(dir, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 			if err != nil {
-				w.m.Skipped = append(w.m.Skipped, path)
+				w.skip(path)
 				continue
 			}
 			w.m.Entries = append(w.m.Entries, Entry{Path: path, Mode: fs.ModeDir | perm})
@@ -239,7 +268,7 @@ func (w *walker) walk(dir int, rel string, depth int) {
 			buf := make([]byte, unix.PathMax)
 			k, err := unix.Readlinkat(dir, n, buf)
 			if err != nil || k == 0 || k >= len(buf) {
-				w.m.Skipped = append(w.m.Skipped, path)
+				w.skip(path)
 				continue
 			}
 			w.m.Entries = append(w.m.Entries, Entry{Path: path, Mode: fs.ModeSymlink | 0o777, Link: Name(buf[:k])})
@@ -247,13 +276,14 @@ func (w *walker) walk(dir int, rel string, depth int) {
 			if e, ok := w.file(dir, n, path, perm, &st); ok {
 				w.m.Entries = append(w.m.Entries, e)
 			} else {
-				w.m.Skipped = append(w.m.Skipped, path)
+				w.skip(path)
 			}
 		default:
 			// Named pipes, sockets and devices: nothing a fork needs, and opening one may block.
-			w.m.Skipped = append(w.m.Skipped, path)
+			w.skip(path)
 		}
 	}
+	return true
 }
 
 // file describes one regular file, storing its content unless an unchanged copy is stored
