@@ -163,6 +163,11 @@ const (
 	DevUIPort      = "dev.ui_port"
 	DevMetricsPort = "dev.metrics_port"
 
+	SnapshotsSessionMB = "snapshots.session_mb"
+	SnapshotsMaxMB     = "snapshots.max_mb"
+	SnapshotsKeepMB    = "snapshots.keep_mb"
+	SnapshotsKeepFor   = "snapshots.keep_for"
+
 	GatewayProvider         = "gateway.provider"
 	GatewayBaseURL          = "gateway.base_url"
 	GatewayAPIKey           = "gateway.api_key"
@@ -324,6 +329,24 @@ var settings = []Setting{
 			"counter (docs/benchmarks.md)",
 		Hint: "the started dev server's Prometheus metrics on 127.0.0.1:PORT/metrics; 0: off",
 		into: func(d *draft) any { return &d.Dev.MetricsPort }},
+
+	{Name: SnapshotsSessionMB, Kind: MiB, Default: 1024, ReadBy: Worker | Starter,
+		Doc: "the most one session's snapshots of its work directory (for `fork --turn`) may add to `dev.state_dir` over its life; " +
+			"past it a snapshot lists the changed files without their contents, and says so ([operations](operations.md#snapshots)); 0: no bound",
+		Hint: "what one session's work directory snapshots may add to the state directory; 0: no bound",
+		into: func(d *draft) any { return &d.Snapshots.SessionMax }},
+	{Name: SnapshotsMaxMB, Kind: MiB, Default: 10240, ReadBy: Worker | Starter,
+		Doc:  "the most all snapshots in `dev.state_dir` may take; past it new contents are left out, as above, until `starter prune` frees space; 0: no bound",
+		Hint: "what all work directory snapshots may take; 0: no bound",
+		into: func(d *draft) any { return &d.Snapshots.TotalMax }},
+	{Name: SnapshotsKeepMB, Kind: MiB, Default: 2048, ReadBy: Starter,
+		Doc:  "`starter prune` removes the oldest snapshots until all of them take at most this much; 0: any size",
+		Hint: "starter prune's size to bring the snapshots to; 0: any size",
+		into: func(d *draft) any { return &d.Snapshots.KeepBytes }},
+	{Name: SnapshotsKeepFor, Kind: Duration, Default: "336h", ReadBy: Starter,
+		Doc:  "`starter prune` removes every snapshot of a session whose newest one is older than this; 0: any age",
+		Hint: "starter prune's age past which a session's snapshots go; 0: any age",
+		into: func(d *draft) any { return &d.Snapshots.KeepFor }},
 
 	{Name: GatewayProvider, Kind: Choice, OneOf: contract.Providers, Default: contract.ProviderOpenAI, ReadBy: Worker | Starter,
 		Flag: "provider", FlagIn: Starter, FlagUsage: "model provider wire format: " + strings.Join(contract.Providers, ", "),
