@@ -1,6 +1,11 @@
 package contract
 
-import "time"
+import (
+	"fmt"
+	"time"
+
+	"github.com/keelrun/keel/internal/textfmt"
+)
 
 // SessionInput starts one AgentSession. It is also the state carried across continue-as-new and
 // into a fork, through Carry.
@@ -204,3 +209,9 @@ type AttachSink struct {
 // kill). Running calls beat every 15 s, so it leaves two beats to spare on a busy machine;
 // shorter ones beat more often (docs/operations.md measures the trade).
 const DefaultHeartbeatTimeout = 45 * time.Second
+
+// Text says what the session waits for in the words of the status line and `starter list`:
+// "waiting for the usage limit to reset at 14:05, 2h 13m", the time in loc.
+func (w UsageWait) Text(now time.Time, loc *time.Location) string {
+	return fmt.Sprintf("waiting for the usage limit to reset at %s, %s", w.Until.In(loc).Format("15:04"), textfmt.Duration(w.Until.Sub(now)))
+}
