@@ -32,6 +32,8 @@ type sessionSpec struct {
 	// ownWorker says the task queue is this process's own (app.ProcessQueue), served by its
 	// worker alone.
 	ownWorker bool
+	// goal is the goal --until gave, if any.
+	goal *contract.Goal
 }
 
 // startSession starts (or, for the same workflow ID, attaches to) a session, follows it until it
@@ -81,6 +83,7 @@ func sessionInput(cfg config.Config, spec sessionSpec) contract.SessionInput {
 	}
 	in := session.Defaults(cfg)
 	in.Task, in.Endpoint, in.Workdir = spec.task, spec.endpoint, spec.workdir
+	in.Goal = spec.goal
 	return in
 }
 
