@@ -1,4 +1,4 @@
-package escalation
+package slackbot
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
 )
 
@@ -65,8 +66,8 @@ func (b *SlackBot) onBlockAction(w http.ResponseWriter, cb slack.InteractionCall
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	var v buttonValue
-	choice := strings.TrimPrefix(act.ActionID, slackActionPrefix)
+	var v escalation.SlackButton
+	choice := strings.TrimPrefix(act.ActionID, escalation.SlackActionPrefix)
 	if err := json.Unmarshal([]byte(act.Value), &v); err != nil || !validButton(choice, v) {
 		http.Error(w, "bad button", http.StatusBadRequest)
 		return
@@ -215,7 +216,7 @@ func slackMarkupFree(s string) string {
 // keelAction returns the first of Keel's buttons in a block_actions payload.
 func keelAction(cb slack.InteractionCallback) *slack.BlockAction {
 	for _, a := range cb.ActionCallback.BlockActions {
-		if strings.HasPrefix(a.ActionID, slackActionPrefix) {
+		if strings.HasPrefix(a.ActionID, escalation.SlackActionPrefix) {
 			return a
 		}
 	}
@@ -237,7 +238,7 @@ func verdict(action string) string {
 
 // validButton checks a button's value against its action: every button names the session and
 // the notice; Approve and Deny also name the call and its digest, or the update could not be sent.
-func validButton(choice string, v buttonValue) bool {
+func validButton(choice string, v escalation.SlackButton) bool {
 	if v.WorkflowID == "" || v.EscalationID == "" {
 		return false
 	}

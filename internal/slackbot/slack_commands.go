@@ -1,4 +1,4 @@
-package escalation
+package slackbot
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
 )
 
@@ -120,7 +121,7 @@ func (b *SlackBot) respond(ctx context.Context, respURL, text string) {
 		return
 	}
 	defer resp.Body.Close()
-	if err := checkStatus("posting slack command reply", resp); err != nil {
+	if err := escalation.CheckStatus("posting slack command reply", resp); err != nil {
 		b.cfg.Logger.Warn("posting slack command reply", "error", err)
 	}
 }
@@ -134,7 +135,7 @@ func StatusText(wf string, st contract.SessionStatus) string {
 		fmt.Fprintf(&b, "\nTurn %d is running (the counts above are of the turns done)", st.Running)
 	}
 	if e := st.Escalation; e != nil && e.Answer == nil {
-		fmt.Fprintf(&b, "\nWaiting on escalation `%s`: %s", e.ID, Reason(e.Reason))
+		fmt.Fprintf(&b, "\nWaiting on escalation `%s`: %s", e.ID, escalation.Reason(e.Reason))
 	}
 	if a := st.Approval; a != nil {
 		fmt.Fprintf(&b, "\nWaiting on approval of `%s`", a.Tool)

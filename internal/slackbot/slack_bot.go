@@ -1,4 +1,4 @@
-package escalation
+package slackbot
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/keelrun/keel/internal/session"
 )
 
 // Routes served by SlackBot; point the Slack app's Interactivity and Slash Command request URLs at
@@ -35,7 +37,7 @@ type SlackBotConfig struct {
 	TeamID string
 	// Approvers are the Slack user IDs allowed to answer, stop and ask for status.
 	Approvers []string
-	Answerer  Answerer
+	Answerer  session.Answerer
 	// API posts ephemeral notes, opens the edit modal and updates notices.
 	API *slack.Client
 	// HTTPClient posts slash command replies to their response_url; nil means http.DefaultClient.

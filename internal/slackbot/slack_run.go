@@ -1,4 +1,4 @@
-package escalation
+package slackbot
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/keelrun/keel/internal/logs"
 	"github.com/keelrun/keel/internal/program"
+	"github.com/keelrun/keel/internal/session"
 )
 
 // Defaults of the Slack bot process.
@@ -54,7 +55,7 @@ func RunSlackBot(ctx context.Context, cfg BotConfig) error {
 	if err != nil {
 		return fmt.Errorf("listening for slack requests: %w", err)
 	}
-	return ServeSlackBot(ctx, cfg, TemporalAnswerer{Client: c}, ln)
+	return ServeSlackBot(ctx, cfg, session.TemporalAnswerer{Client: c}, ln)
 }
 
 // dialTemporal connects with cfg.Dial, or in plain text when none is given.
@@ -72,7 +73,7 @@ func dialTemporal(ctx context.Context, cfg BotConfig) (client.Client, error) {
 
 // ServeSlackBot serves the bot on ln with the given Answerer until ctx is done, then stops taking
 // requests and waits for background work. Tests call it with a fake Answerer.
-func ServeSlackBot(ctx context.Context, cfg BotConfig, ans Answerer, ln net.Listener) error {
+func ServeSlackBot(ctx context.Context, cfg BotConfig, ans session.Answerer, ln net.Listener) error {
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.Default()
