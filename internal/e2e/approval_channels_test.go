@@ -233,11 +233,11 @@ func startApprovalBot(t *testing.T, slackAPI string) (*botUnderTest, *decisionCo
 	ans := &countingAnswerer{Answerer: decisions}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	cfg := slackbot.BotConfig{
+	cfg := slackbot.RunConfig{
 		SigningSecret: e2eSlackSecret, BotToken: e2eSlackToken, TeamID: e2eSlackTeam, Approvers: []string{"U1", "U2"},
 		SlackAPIURL: slackAPI, CallTimeout: 20 * time.Second, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
 	}
-	go func() { done <- slackbot.ServeSlackBot(ctx, cfg, ans, ln) }()
+	go func() { done <- slackbot.Serve(ctx, cfg, ans, ln) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

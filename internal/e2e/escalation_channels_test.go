@@ -336,10 +336,10 @@ func (s *slackSession) submit(user, privateMetadata, text string) slackRequest {
 
 func interactionRequest(payload map[string]any) slackRequest {
 	b, _ := json.Marshal(payload)
-	return slackRequest{path: slackbot.SlackInteractionsPath, body: url.Values{"payload": {string(b)}}.Encode()}
+	return slackRequest{path: slackbot.InteractionsPath, body: url.Values{"payload": {string(b)}}.Encode()}
 }
 
-// botUnderTest is slackbot.ServeSlackBot on a loopback listener, answering through Temporal.
+// botUnderTest is slackbot.Serve on a loopback listener, answering through Temporal.
 type botUnderTest struct {
 	url string
 	ans *countingAnswerer
@@ -354,11 +354,11 @@ func startBot(t *testing.T, slackAPI string) *botUnderTest {
 	ans := &countingAnswerer{Answerer: session.TemporalAnswerer{Client: env.Client()}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	cfg := slackbot.BotConfig{
+	cfg := slackbot.RunConfig{
 		SigningSecret: e2eSlackSecret, BotToken: e2eSlackToken, TeamID: e2eSlackTeam, Approvers: []string{"U1", "U2"},
 		SlackAPIURL: slackAPI, CallTimeout: 20 * time.Second, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
 	}
-	go func() { done <- slackbot.ServeSlackBot(ctx, cfg, ans, ln) }()
+	go func() { done <- slackbot.Serve(ctx, cfg, ans, ln) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -27,12 +27,12 @@ const (
 	testTeam   = "T0001"
 )
 
-// botHarness runs a SlackBot behind a loopback HTTP server, talking to a fake Slack.
+// botHarness runs a Bot behind a loopback HTTP server, talking to a fake Slack.
 type botHarness struct {
 	t     *testing.T
 	slack *fakeSlack
 	ans   *recordingAnswerer
-	bot   *SlackBot
+	bot   *Bot
 	srv   *httptest.Server
 	e     contract.Escalation
 }
@@ -45,7 +45,7 @@ func newBotHarness(t *testing.T, wrap ...func(*recordingAnswerer) session.Answer
 	for _, w := range wrap {
 		answerer = w(ans)
 	}
-	bot, err := NewSlackBot(SlackBotConfig{
+	bot, err := New(Config{
 		SigningSecret: testSecret, TeamID: testTeam, Approvers: []string{"U1", " U2"},
 		Answerer: answerer, API: fs.api(), CallTimeout: 5 * time.Second,
 	})
@@ -106,7 +106,7 @@ func (h *botHarness) click(user, team, choice string) request {
 		`"channel":{"id":"C1","name":"keel"},"container":{"type":"message","message_ts":"1700000000.000100","channel_id":"C1"},` +
 		`"message":{"type":"message","ts":"1700000000.000100","blocks":` + string(blocks) + `},` +
 		`"actions":[{"type":"button","block_id":"keel_answer","action_id":"keel_` + choice + `","value":` + strconv.Quote(v) + `,"action_ts":"1700000001.1"}]}`
-	return request{path: SlackInteractionsPath, body: url.Values{"payload": {payload}}.Encode()}
+	return request{path: InteractionsPath, body: url.Values{"payload": {payload}}.Encode()}
 }
 
 // renderedButtonValue is the value of the notice's button for choice, as the notice renders it,
@@ -131,14 +131,14 @@ func (h *botHarness) submit(user, privateMetadata, text string) request {
 	state, _ := json.Marshal(map[string]any{"values": map[string]any{slackEditBlockID: map[string]any{slackEditActionID: map[string]any{"type": "plain_text_input", "value": text}}}})
 	payload := `{"type":"view_submission","team":{"id":"` + testTeam + `"},"user":{"id":"` + user + `","team_id":"` + testTeam + `"},` +
 		`"view":{"id":"V1","type":"modal","callback_id":"keel_edit","private_metadata":` + strconv.Quote(privateMetadata) + `,"state":` + string(state) + `}}`
-	return request{path: SlackInteractionsPath, body: url.Values{"payload": {payload}}.Encode()}
+	return request{path: InteractionsPath, body: url.Values{"payload": {payload}}.Encode()}
 }
 
 // command is a slash command request.
 func (h *botHarness) command(user, team, text string) request {
 	form := url.Values{"command": {"/keel"}, "text": {text}, "team_id": {team}, "user_id": {user},
 		"channel_id": {"C1"}, "response_url": {h.slack.responseURL()}, "trigger_id": {"trig"}}
-	return request{path: SlackCommandsPath, body: form.Encode()}
+	return request{path: CommandsPath, body: form.Encode()}
 }
 
 func TestSlackBotClickAnswersOnce(t *testing.T) {
