@@ -216,7 +216,7 @@ func (a *Activities) modelError(ctx context.Context, req contract.ModelRequest, 
 func usageLimit(req contract.ModelRequest, d gateway.Diagnosis, attempt int, now time.Time) (contract.Failure, bool) {
 	limit := req.Retry.Cap.Std()
 	if limit <= 0 {
-		limit = gateway.DefaultBackoffCap
+		limit = contract.DefaultRetryCap
 	}
 	if !req.WaitLimits || d.Class != contract.ClassThrottle || d.Handling != gateway.Retry || d.RetryAfter <= limit {
 		return contract.Failure{}, false

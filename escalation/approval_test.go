@@ -20,7 +20,7 @@ import (
 // renderings are every channel's rendering of a notice, as text a person reads.
 func renderings(t *testing.T, e contract.Escalation) map[string]string {
 	t.Helper()
-	blocks, err := json.Marshal(slackBlocks(e))
+	blocks, err := json.Marshal(SlackBlocks(e))
 	require.NoError(t, err)
 	texts, _ := blockTexts(t, string(blocks))
 	return map[string]string{
@@ -109,7 +109,7 @@ func TestApprovalRenderingPerChannel(t *testing.T) {
 // session, the notice, the call and the digest.
 func TestApprovalSlackButtons(t *testing.T) {
 	e := sampleApproval("apr-4")
-	blocks, err := json.Marshal(slackBlocks(e))
+	blocks, err := json.Marshal(SlackBlocks(e))
 	require.NoError(t, err)
 	_, buttons := blockTexts(t, string(blocks))
 	require.Len(t, buttons, 2)
@@ -126,9 +126,9 @@ func TestApprovalSlackButtons(t *testing.T) {
 			assert.Equal(t, tt.style, btn["style"])
 			assert.Equal(t, tt.label, btn["text"].(map[string]any)["text"])
 			assert.Nil(t, btn["confirm"])
-			var v buttonValue
+			var v SlackButton
 			require.NoError(t, json.Unmarshal([]byte(btn["value"].(string)), &v))
-			assert.Equal(t, buttonValue{WorkflowID: e.WorkflowID, EscalationID: "apr-4", CallID: "call_w1", Digest: e.Approval.Digest}, v)
+			assert.Equal(t, SlackButton{WorkflowID: e.WorkflowID, EscalationID: "apr-4", CallID: "call_w1", Digest: e.Approval.Digest}, v)
 		})
 	}
 }
@@ -138,7 +138,7 @@ func TestApprovalSlackButtons(t *testing.T) {
 func TestApprovalSlackBlocksFitBlockKit(t *testing.T) {
 	e := sampleApproval("apr-5")
 	e.Approval.Arguments = strings.Repeat("`", 10000)
-	blocks, err := json.Marshal(slackBlocks(e))
+	blocks, err := json.Marshal(SlackBlocks(e))
 	require.NoError(t, err)
 	texts, _ := blockTexts(t, string(blocks))
 	for _, s := range texts {

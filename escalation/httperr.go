@@ -30,8 +30,8 @@ func (e *StatusError) Permanent() bool {
 	return e.Code >= 400 && e.Code < 500
 }
 
-// checkStatus turns a non-2xx response into a StatusError carrying the start of the body.
-func checkStatus(op string, resp *http.Response) error {
+// CheckStatus turns a non-2xx response into a StatusError carrying the start of the body.
+func CheckStatus(op string, resp *http.Response) error {
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return nil
 	}

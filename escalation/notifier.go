@@ -23,18 +23,6 @@ type PermanentError struct{ Err error }
 func (e PermanentError) Error() string { return e.Err.Error() }
 func (e PermanentError) Unwrap() error { return e.Err }
 
-// Answerer delivers answers and commands to sessions. TemporalAnswerer is the real one; the Slack
-// bot only knows this interface, so it never holds workflow code or a second answer path.
-type Answerer interface {
-	Answer(ctx context.Context, workflowID string, a contract.Answer) (contract.AnswerResult, error)
-	// Approve approves or denies the tool call a session waits on (the approve_call update).
-	Approve(ctx context.Context, workflowID string, d contract.ApprovalDecision) (contract.AnswerResult, error)
-	Cancel(ctx context.Context, workflowID string, req contract.CancelRequest) error
-	// Say adds a person's message to a running session (the say update).
-	Say(ctx context.Context, workflowID string, m contract.Say) (contract.SayResult, error)
-	Status(ctx context.Context, workflowID string) (contract.SessionStatus, error)
-}
-
 // noticeKey names one escalation of one session. Notifiers key on both IDs, so two sessions
 // whose escalation IDs happen to be equal still each get their notice.
 func noticeKey(e contract.Escalation) string { return e.WorkflowID + "\x00" + e.ID }

@@ -17,14 +17,14 @@ func slackApprovalBlocks(e contract.Escalation) []slack.Block {
 	a := e.Approval
 	blocks := []slack.Block{
 		slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, "A Keel session waits for approval", false, false)),
-		mrkdwnSection(fmt.Sprintf("*Tool:* `%s`\n*Session:* `%s`\n*Call:* `%s`", a.Tool, e.WorkflowID, a.CallID)),
-		mrkdwnSection("*Arguments:*\n```" + strings.ReplaceAll(clip(a.Arguments, approvalArgsMax), "```", "'''") + "```"),
-		mrkdwnSection(fmt.Sprintf("*Digest:* `%s`", a.Digest)),
+		SlackSection(fmt.Sprintf("*Tool:* `%s`\n*Session:* `%s`\n*Call:* `%s`", a.Tool, e.WorkflowID, a.CallID)),
+		SlackSection("*Arguments:*\n```" + strings.ReplaceAll(clip(a.Arguments, approvalArgsMax), "```", "'''") + "```"),
+		SlackSection(fmt.Sprintf("*Digest:* `%s`", a.Digest)),
 	}
 	if ctx := approvalContextLine(e); ctx != "" {
 		blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, ctx, false, false)))
 	}
-	blocks = append(blocks, mrkdwnSection(fmt.Sprintf("Or from a shell: `%s`", ApproveCommand(e))))
+	blocks = append(blocks, SlackSection(fmt.Sprintf("Or from a shell: `%s`", ApproveCommand(e))))
 	return append(blocks, approvalButtons(e))
 }
 
@@ -43,15 +43,10 @@ func approvalContextLine(e contract.Escalation) string {
 // approvalButtons builds Approve (primary) and Deny (danger). Their value names the session, the
 // notice, the call and the digest of its arguments, which is all the approve_call update needs.
 func approvalButtons(e contract.Escalation) *slack.ActionBlock {
-	v, _ := json.Marshal(buttonValue{WorkflowID: e.WorkflowID, EscalationID: e.ID, CallID: e.Approval.CallID, Digest: e.Approval.Digest})
-	approve := slack.NewButtonBlockElement(slackActionPrefix+contract.ActionApprove, string(v),
+	v, _ := json.Marshal(SlackButton{WorkflowID: e.WorkflowID, EscalationID: e.ID, CallID: e.Approval.CallID, Digest: e.Approval.Digest})
+	approve := slack.NewButtonBlockElement(SlackActionPrefix+contract.ActionApprove, string(v),
 		slack.NewTextBlockObject(slack.PlainTextType, "Approve", false, false)).WithStyle(slack.StylePrimary)
-	deny := slack.NewButtonBlockElement(slackActionPrefix+contract.ActionDeny, string(v),
+	deny := slack.NewButtonBlockElement(SlackActionPrefix+contract.ActionDeny, string(v),
 		slack.NewTextBlockObject(slack.PlainTextType, "Deny", false, false)).WithStyle(slack.StyleDanger)
-	return slack.NewActionBlock(slackAnswerBlockID, approve, deny)
-}
-
-// isApprovalAction reports whether a button's action is an answer to an approval notice.
-func isApprovalAction(action string) bool {
-	return action == contract.ActionApprove || action == contract.ActionDeny
+	return slack.NewActionBlock(SlackAnswerBlockID, approve, deny)
 }

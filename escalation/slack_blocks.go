@@ -14,11 +14,8 @@ import (
 // Slack identifiers shared by the notice and the bot. The action IDs name the choice; the button
 // value carries the workflow and escalation IDs, so a click needs no state on the bot's side.
 const (
-	slackActionPrefix  = "keel_"
-	slackAnswerBlockID = "keel_answer"
-	slackEditCallback  = "keel_edit"
-	slackEditBlockID   = "keel_edit_text"
-	slackEditActionID  = "text"
+	SlackActionPrefix  = "keel_"
+	SlackAnswerBlockID = "keel_answer"
 	// SlackMetadataEventType marks Keel's notices in the message metadata, where the notifier
 	// looks for an escalation ID before posting.
 	SlackMetadataEventType = "keel_escalation"
@@ -26,18 +23,18 @@ const (
 	slackTextMax = 2900
 )
 
-// buttonValue is the JSON carried by each answer button. The Approve and Deny buttons of an
+// SlackButton is the JSON carried by each answer button. The Approve and Deny buttons of an
 // approval notice also carry the call and the digest of its arguments.
-type buttonValue struct {
+type SlackButton struct {
 	WorkflowID   string `json:"workflow_id"`
 	EscalationID string `json:"escalation_id"`
 	CallID       string `json:"call_id,omitempty"`
 	Digest       string `json:"digest,omitempty"`
 }
 
-// slackBlocks renders the escalation notice: why, what was tried, the last error, the link and
+// SlackBlocks renders the escalation notice: why, what was tried, the last error, the link and
 // one button per allowed choice.
-func slackBlocks(e contract.Escalation) []slack.Block {
+func SlackBlocks(e contract.Escalation) []slack.Block {
 	if IsApproval(e) {
 		return slackApprovalBlocks(e)
 	}
@@ -47,25 +44,25 @@ func slackBlocks(e contract.Escalation) []slack.Block {
 	}
 	blocks := []slack.Block{
 		slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, header, false, false)),
-		mrkdwnSection(fmt.Sprintf("*Reason:* %s\n*Session:* `%s`\n*Escalation:* `%s`", Reason(e.Reason), e.WorkflowID, e.ID)),
+		SlackSection(fmt.Sprintf("*Reason:* %s\n*Session:* `%s`\n*Escalation:* `%s`", Reason(e.Reason), e.WorkflowID, e.ID)),
 	}
 	if e.Summary != "" {
-		blocks = append(blocks, mrkdwnSection("*Summary:* "+e.Summary))
+		blocks = append(blocks, SlackSection("*Summary:* "+e.Summary))
 	}
 	if len(e.Tried) > 0 {
-		blocks = append(blocks, mrkdwnSection("*Tried:*\n• "+strings.Join(e.Tried, "\n• ")))
+		blocks = append(blocks, SlackSection("*Tried:*\n• "+strings.Join(e.Tried, "\n• ")))
 	}
 	for _, c := range e.Calls {
-		blocks = append(blocks, mrkdwnSection(fmt.Sprintf("*Call:* `%s`\n```%s```", c.Name, c.Arguments)))
+		blocks = append(blocks, SlackSection(fmt.Sprintf("*Call:* `%s`\n```%s```", c.Name, c.Arguments)))
 	}
 	if e.LastError != "" {
-		blocks = append(blocks, mrkdwnSection("*Last error:*\n```"+e.LastError+"```"))
+		blocks = append(blocks, SlackSection("*Last error:*\n```"+e.LastError+"```"))
 	}
 	if ctx := contextLine(e); ctx != "" {
 		blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, ctx, false, false)))
 	}
 	if NoticeOnly(e) {
-		return append(blocks, mrkdwnSection("The session has ended; there is nothing to answer."))
+		return append(blocks, SlackSection("The session has ended; there is nothing to answer."))
 	}
 	return append(blocks, answerButtons(e))
 }
@@ -88,11 +85,11 @@ func contextLine(e contract.Escalation) string {
 // answerButtons builds the Retry / Edit / Abort buttons; abort asks for confirmation because it
 // ends the session.
 func answerButtons(e contract.Escalation) *slack.ActionBlock {
-	v, _ := json.Marshal(buttonValue{WorkflowID: e.WorkflowID, EscalationID: e.ID})
+	v, _ := json.Marshal(SlackButton{WorkflowID: e.WorkflowID, EscalationID: e.ID})
 	var elems []slack.BlockElement
 	for _, choice := range Choices(e) {
 		label := strings.ToUpper(choice[:1]) + choice[1:]
-		btn := slack.NewButtonBlockElement(slackActionPrefix+choice, string(v), slack.NewTextBlockObject(slack.PlainTextType, label, false, false))
+		btn := slack.NewButtonBlockElement(SlackActionPrefix+choice, string(v), slack.NewTextBlockObject(slack.PlainTextType, label, false, false))
 		switch choice {
 		case contract.ActionRetry:
 			btn = btn.WithStyle(slack.StylePrimary)
@@ -105,70 +102,13 @@ func answerButtons(e contract.Escalation) *slack.ActionBlock {
 		}
 		elems = append(elems, btn)
 	}
-	return slack.NewActionBlock(slackAnswerBlockID, elems...)
+	return slack.NewActionBlock(SlackAnswerBlockID, elems...)
 }
 
-// mrkdwnSection is a section of Markdown text, cut to Block Kit's limit.
-func mrkdwnSection(text string) *slack.SectionBlock {
+// SlackSection is a section of Markdown text, cut to Block Kit's limit.
+func SlackSection(text string) *slack.SectionBlock {
 	if len(text) > slackTextMax {
 		text = text[:slackTextMax] + "…"
 	}
 	return slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil)
-}
-
-// editModal is the modal that asks for the edit text; the private metadata says where the answer
-// goes and which message to update.
-func editModal(meta editMeta) slack.ModalViewRequest {
-	m, _ := json.Marshal(meta)
-	input := slack.NewPlainTextInputBlockElement(
-		slack.NewTextBlockObject(slack.PlainTextType, "Corrected arguments or an instruction for the model", false, false),
-		slackEditActionID).WithMultiline(true)
-	return slack.ModalViewRequest{
-		Type:            slack.VTModal,
-		CallbackID:      slackEditCallback,
-		PrivateMetadata: string(m),
-		Title:           slack.NewTextBlockObject(slack.PlainTextType, "Edit and continue", false, false),
-		Submit:          slack.NewTextBlockObject(slack.PlainTextType, "Send", false, false),
-		Close:           slack.NewTextBlockObject(slack.PlainTextType, "Cancel", false, false),
-		Blocks: slack.Blocks{BlockSet: []slack.Block{
-			mrkdwnSection(fmt.Sprintf("Session `%s`, escalation `%s`", meta.WorkflowID, meta.EscalationID)),
-			slack.NewInputBlock(slackEditBlockID, slack.NewTextBlockObject(slack.PlainTextType, "Text", false, false), nil, input),
-		}},
-	}
-}
-
-// editMeta travels in the modal's private metadata.
-type editMeta struct {
-	WorkflowID   string `json:"workflow_id"`
-	EscalationID string `json:"escalation_id"`
-	Channel      string `json:"channel"`
-	TS           string `json:"ts"`
-}
-
-// answeredBlocks is the notice after an answer: the original blocks without buttons, plus who
-// answered, what and when.
-func answeredBlocks(original []slack.Block, rec answerRecord) []slack.Block {
-	var out []slack.Block
-	for _, b := range original {
-		if b.BlockType() != slack.MBTAction {
-			out = append(out, b)
-		}
-	}
-	return append(out, mrkdwnSection(answeredLine(rec)))
-}
-
-// answeredLine says who answered, what and when; an approval says who approved or denied.
-func answeredLine(rec answerRecord) string {
-	at := rec.At.UTC().Format(time.RFC3339)
-	switch rec.Action {
-	case contract.ActionApprove:
-		return fmt.Sprintf("*Approved* by <@%s> at %s", rec.User, at)
-	case contract.ActionDeny:
-		return fmt.Sprintf("*Denied* by <@%s> at %s", rec.User, at)
-	}
-	s := fmt.Sprintf("Answered by <@%s>: *%s* at %s", rec.User, rec.Action, at)
-	if rec.Text != "" {
-		s += "\n>" + strings.ReplaceAll(rec.Text, "\n", "\n>")
-	}
-	return s
 }

@@ -46,7 +46,7 @@ func (s *SlackNotifier) Notify(ctx context.Context, e contract.Escalation) error
 		fallback := slackFallback(e)
 		_, _, err = s.API.PostMessageContext(ctx, s.Channel,
 			slack.MsgOptionText(fallback, false),
-			slack.MsgOptionBlocks(slackBlocks(e)...),
+			slack.MsgOptionBlocks(SlackBlocks(e)...),
 			slack.MsgOptionMetadata(slack.SlackMetadata{
 				EventType:    SlackMetadataEventType,
 				EventPayload: map[string]any{"escalation_id": e.ID, "workflow_id": e.WorkflowID},

@@ -41,9 +41,9 @@ func TestSlackNotifierPostsBlocks(t *testing.T) {
 	for _, el := range actions.Elements.ElementSet {
 		btn := el.(*slack.ButtonBlockElement)
 		ids = append(ids, btn.ActionID)
-		var v buttonValue
+		var v SlackButton
 		require.NoError(t, json.Unmarshal([]byte(btn.Value), &v))
-		assert.Equal(t, buttonValue{WorkflowID: e.WorkflowID, EscalationID: "esc-s1"}, v)
+		assert.Equal(t, SlackButton{WorkflowID: e.WorkflowID, EscalationID: "esc-s1"}, v)
 	}
 	assert.Equal(t, []string{"keel_retry", "keel_edit", "keel_abort"}, ids)
 }

@@ -85,7 +85,7 @@ func TestNoticeOnly(t *testing.T) {
 			assert.Equal(t, tt.notice, NoticeOnly(tt.e))
 			text := Text(tt.e)
 			comment := GitHubComment(tt.e, "octo")
-			blocks, err := json.Marshal(slackBlocks(tt.e))
+			blocks, err := json.Marshal(SlackBlocks(tt.e))
 			require.NoError(t, err)
 			for _, s := range []string{text, comment} {
 				assert.Equal(t, !tt.notice, strings.Contains(s, "starter answer"), "answer command in %q", s)

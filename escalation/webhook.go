@@ -67,7 +67,7 @@ func (w *WebhookNotifier) Notify(ctx context.Context, e contract.Escalation) err
 		return fmt.Errorf("posting escalation %s to the webhook: %w", e.ID, err)
 	}
 	defer resp.Body.Close()
-	if err := checkStatus("posting escalation "+e.ID+" to the webhook", resp); err != nil {
+	if err := CheckStatus("posting escalation "+e.ID+" to the webhook", resp); err != nil {
 		return err
 	}
 	w.sent.add(noticeKey(e))

@@ -25,8 +25,8 @@ import (
 // counters, and the text already shown, as an assistant message noted "interrupted"; either way
 // a notice says it was interrupted.
 //
-// These rules are those of the three folds it replaced, unchanged, so recorded histories replay
-// and end with the same summary.
+// Recorded histories replay through these rules and must end with the same summary: a change to
+// them is a change to what a replayed session returns.
 func foldTurn(st contract.SessionState, turn int, res contract.TurnResult, outcome turnOutcome) (contract.SessionState, []contract.Event) {
 	switch {
 	case outcome == turnCancelled || outcome == turnTimedOut:

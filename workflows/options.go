@@ -23,9 +23,8 @@ import (
 // which leaves two beats to spare on a busy machine. On a server without worker commands the
 // worker heartbeats every 200 ms instead, for the cancellation's sake; the timeout stays the same. Changing a timeout changes no command, so running sessions replay.
 const (
-	modelCallTimeout      = 10 * time.Minute
-	defaultCommandTimeout = 60 * time.Second
-	notifyTimeout         = 30 * time.Second
+	modelCallTimeout = 10 * time.Minute
+	notifyTimeout    = 30 * time.Second
 )
 
 // modelRetryBackstop bounds the attempts of one model call. The activity decides every retry itself
@@ -47,11 +46,10 @@ func modelCallOptions(turn int, hb time.Duration) workflow.ActivityOptions {
 		WaitForCancellation: true,
 		Summary:             fmt.Sprintf("model call, turn %d", turn),
 		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        400 * time.Millisecond,
-			BackoffCoefficient:     2,
-			MaximumInterval:        8 * time.Second,
-			MaximumAttempts:        modelRetryBackstop,
-			NonRetryableErrorTypes: []string{"ToolNotRetryable"},
+			InitialInterval:    contract.DefaultRetryBase,
+			BackoffCoefficient: 2,
+			MaximumInterval:    contract.DefaultRetryCap,
+			MaximumAttempts:    modelRetryBackstop,
 		},
 	}
 }
@@ -60,7 +58,7 @@ func modelCallOptions(turn int, hb time.Duration) workflow.ActivityOptions {
 func toolOptions(call contract.ToolCall, policy contract.ToolPolicy, hb time.Duration) workflow.ActivityOptions {
 	timeout := policy.CommandTimeout.Std()
 	if timeout <= 0 {
-		timeout = defaultCommandTimeout
+		timeout = contract.DefaultCommandTimeout
 	}
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: timeout + 30*time.Second,

@@ -20,7 +20,7 @@ import (
 func AgentTurn(ctx workflow.Context, in contract.TurnInput) (contract.TurnResult, error) {
 	tools, err := toolspec.Join(in.BuiltinTools, in.Tools)
 	if err != nil {
-		return contract.TurnResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "ToolsUnknown", nil)
+		return contract.TurnResult{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ToolsUnknownErrorType, nil)
 	}
 	t := &turn{in: in, tools: tools, guards: in.Guards, metrics: workflow.GetMetricsHandler(ctx)}
 	t.guards.Repairs, t.guards.Rejected = copyCounts(in.Repairs), slices.Clone(in.Rejected)

@@ -66,9 +66,9 @@ func (t *turn) needsApproval(spec contract.ToolSpec) bool {
 		return false
 	}
 	switch p.Approval {
-	case "always":
+	case contract.ApprovalAlways:
 		return true
-	case "writes":
+	case contract.ApprovalWrites:
 		return spec.Writes
 	}
 	return false

@@ -11,11 +11,11 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/connect"
 	"github.com/keelrun/keel/internal/logs"
 	"github.com/keelrun/keel/internal/program"
+	"github.com/keelrun/keel/internal/slackbot"
 )
 
 func main() { program.Main(newCommand) }
@@ -26,7 +26,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 }
 
 // newCommand builds the cobra command; RunE loads the configuration and hands it to
-// escalation.RunSlackBot.
+// slackbot.Run.
 func newCommand(stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:           "slackbot",
@@ -47,7 +47,7 @@ func newCommand(stderr io.Writer) *cobra.Command {
 		cfg.Logger = logs.Operator(stderr, cfg.LogLevel)
 		cfg.Logger.Info("slack bot starting", "temporal", cfg.TemporalAddress, "namespace", cfg.Namespace,
 			"team", cfg.TeamID, "approvers", len(cfg.Approvers))
-		return escalation.RunSlackBot(cmd.Context(), cfg)
+		return slackbot.Run(cmd.Context(), cfg)
 	}
 	return cmd
 }
@@ -55,14 +55,14 @@ func newCommand(stderr io.Writer) *cobra.Command {
 // loadConfig reads the configuration the way the worker does (file, environment, flags, in
 // rising precedence) as the Slack bot's: the key table says what the bot cannot run without
 // (secret, token, team, approvers), and the bot, which calls no model, needs no provider's key.
-func loadConfig(cmd *cobra.Command) (escalation.BotConfig, error) {
+func loadConfig(cmd *cobra.Command) (slackbot.RunConfig, error) {
 	path, _ := cmd.Flags().GetString("config")
 	c, err := config.LoadFor(config.SlackBot, path, cmd.Flags(), nil)
 	if err != nil {
-		return escalation.BotConfig{}, err
+		return slackbot.RunConfig{}, err
 	}
 	s := c.Escalation.Slack
-	cfg := escalation.BotConfig{
+	cfg := slackbot.RunConfig{
 		Listen: s.Listen, SigningSecret: s.SigningSecret, BotToken: s.BotToken, TeamID: s.TeamID,
 		Approvers: s.Approvers, SlackAPIURL: s.APIURL,
 		TemporalAddress: c.Temporal.Address, Namespace: c.Temporal.Namespace,

@@ -17,10 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/logs"
 	"github.com/keelrun/keel/internal/program"
+	"github.com/keelrun/keel/internal/slackbot"
 )
 
 // The environment variables of the keys the bot reads, as the key table names them.
@@ -112,9 +112,9 @@ func TestLoadConfig(t *testing.T) {
 		name  string
 		env   map[string]string
 		args  []string
-		check func(t *testing.T, c escalation.BotConfig)
+		check func(t *testing.T, c slackbot.RunConfig)
 	}{
-		{name: "defaults", env: fullEnv(), check: func(t *testing.T, c escalation.BotConfig) {
+		{name: "defaults", env: fullEnv(), check: func(t *testing.T, c slackbot.RunConfig) {
 			assert.Equal(t, "127.0.0.1:3000", c.Listen)
 			assert.Equal(t, "127.0.0.1:7233", c.TemporalAddress)
 			assert.Equal(t, "default", c.Namespace)
@@ -125,27 +125,27 @@ func TestLoadConfig(t *testing.T) {
 			assert.Empty(t, c.SlackAPIURL)
 			assert.Empty(t, c.LogLevel)
 		}},
-		{name: "KEEL_LOG sets the level", env: with(fullEnv(), envLogLevel, "error"), check: func(t *testing.T, c escalation.BotConfig) {
+		{name: "KEEL_LOG sets the level", env: with(fullEnv(), envLogLevel, "error"), check: func(t *testing.T, c slackbot.RunConfig) {
 			assert.Equal(t, "error", c.LogLevel)
 		}},
-		{name: "the worker's keys", env: with(with(fullEnv(), envAPIURL, "http://127.0.0.1:9/api/"), envListen, "0.0.0.0:3000"), check: func(t *testing.T, c escalation.BotConfig) {
+		{name: "the worker's keys", env: with(with(fullEnv(), envAPIURL, "http://127.0.0.1:9/api/"), envListen, "0.0.0.0:3000"), check: func(t *testing.T, c slackbot.RunConfig) {
 			assert.Equal(t, "http://127.0.0.1:9/api/", c.SlackAPIURL)
 			assert.Equal(t, "0.0.0.0:3000", c.Listen)
 		}},
-		{name: "TEMPORAL_ADDRESS fallback", env: with(fullEnv(), "TEMPORAL_ADDRESS", "10.0.0.1:7233"), check: func(t *testing.T, c escalation.BotConfig) {
+		{name: "TEMPORAL_ADDRESS fallback", env: with(fullEnv(), "TEMPORAL_ADDRESS", "10.0.0.1:7233"), check: func(t *testing.T, c slackbot.RunConfig) {
 			assert.Equal(t, "10.0.0.1:7233", c.TemporalAddress)
 		}},
-		{name: "KEEL_ wins over TEMPORAL_", env: with(with(fullEnv(), "TEMPORAL_ADDRESS", "b:1"), envTemporal, "a:1"), check: func(t *testing.T, c escalation.BotConfig) {
+		{name: "KEEL_ wins over TEMPORAL_", env: with(with(fullEnv(), "TEMPORAL_ADDRESS", "b:1"), envTemporal, "a:1"), check: func(t *testing.T, c slackbot.RunConfig) {
 			assert.Equal(t, "a:1", c.TemporalAddress)
 		}},
 		{name: "file, then env", env: with(without(fullEnv(), envTeam), envListen, "127.0.0.1:5000"), args: []string{"--config", file},
-			check: func(t *testing.T, c escalation.BotConfig) {
+			check: func(t *testing.T, c slackbot.RunConfig) {
 				assert.Equal(t, "TFILE", c.TeamID)
 				assert.Equal(t, "127.0.0.1:5000", c.Listen)
 			}},
 		{name: "flags win over env", env: with(with(fullEnv(), envAPIURL, "http://env/"), envListen, "127.0.0.1:1"),
 			args: []string{"--slack-api-url", "http://flag/", "--team", "T2", "--approvers", "U9,U8", "--namespace", "ns", "--temporal-address", "t:7", "--listen", "127.0.0.1:2"},
-			check: func(t *testing.T, c escalation.BotConfig) {
+			check: func(t *testing.T, c slackbot.RunConfig) {
 				assert.Equal(t, "http://flag/", c.SlackAPIURL)
 				assert.Equal(t, "T2", c.TeamID)
 				assert.Equal(t, []string{"U9", "U8"}, c.Approvers)

@@ -2,6 +2,7 @@ package app
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -19,6 +20,28 @@ func TestProductionLinksNoDevKit(t *testing.T) {
 			if strings.Contains(dep, "/internal/devkit/") {
 				t.Errorf("%s links %s", program, dep)
 			}
+		}
+	}
+}
+
+// TestWorkerLinksNoBot: the worker posts escalation notices (escalation's notifiers) and receives
+// no answers, so it links neither bot, nor the session client the bots answer through, nor the
+// HTTP server frame the bots run in. A notifier that reached for any of them would put a bot's
+// code and its dependencies into every worker.
+func TestWorkerLinksNoBot(t *testing.T) {
+	const module = "github.com/keelrun/keel/"
+	banned := []string{"internal/githubbot", "internal/slackbot", "internal/session", "internal/program"}
+	out, err := exec.Command("go", "list", "-deps", "../../worker").CombinedOutput()
+	if err != nil {
+		t.Fatalf("listing the dependencies of the worker: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, module+"escalation") {
+		t.Fatalf("the worker does not link escalation, so this test checks nothing:\n%s", out)
+	}
+	for _, b := range banned {
+		if slices.Contains(deps, module+b) {
+			t.Errorf("the worker links %s", module+b)
 		}
 	}
 }

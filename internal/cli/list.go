@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/session"
 )
@@ -71,7 +70,7 @@ func listSessions(ctx context.Context, c session.Client, status string, limit in
 			continue
 		}
 		if st, err := c.Status(ctx, r.WorkflowID); err == nil {
-			rows[i].Waiting = escalation.WaitingOn(st)
+			rows[i].Waiting = session.WaitingOn(st)
 			if st.Wait != nil {
 				rows[i].Waiting = st.Wait.Text(time.Now(), time.Local)
 			}

@@ -317,32 +317,19 @@ func (c Config) check() error {
 	return c.checkCache()
 }
 
-// channelKeys are the keys each escalation channel cannot notify without.
-var channelKeys = []struct {
-	channel string
-	keys    []string
-}{
-	{contract.ChannelSlack, []string{EscalationSlackBotToken, EscalationSlackChannel}},
-	{contract.ChannelGitHub, []string{EscalationGitHubToken}}, // the pull request is the session's own, escalation.github.repo only a default
-	{contract.ChannelWebhook, []string{EscalationWebhookURL, EscalationWebhookSecret}},
-}
-
+// checkChannel refuses a channel Keel does not know, and a known one while a key the table says it
+// cannot notify without (Setting.Channel) is empty.
 func (c Config) checkChannel(ch string) error {
-	t := &draft{Config: c}
-	var names []string
-	for _, ck := range channelKeys {
-		names = append(names, ck.channel)
-		if ck.channel != ch {
-			continue
-		}
-		for _, key := range ck.keys {
-			if empty(byName[key].into(t)) {
-				return &Error{Key: key, Msg: fmt.Sprintf("required when escalation.channels lists %s", ch)}
-			}
-		}
-		return nil
+	if !slices.Contains(contract.Channels, ch) {
+		return &Error{Key: EscalationChannels, Msg: fmt.Sprintf("unknown channel %q (use %s)", ch, orList(contract.Channels))}
 	}
-	return &Error{Key: EscalationChannels, Msg: fmt.Sprintf("unknown channel %q (use %s)", ch, orList(names))}
+	t := &draft{Config: c}
+	for i := range settings {
+		if s := &settings[i]; s.Channel == ch && empty(s.into(t)) {
+			return &Error{Key: s.Name, Msg: fmt.Sprintf("required when escalation.channels lists %s", ch)}
+		}
+	}
+	return nil
 }
 
 // orList joins names as a person would: "a, b or c".

@@ -125,6 +125,9 @@ type Setting struct {
 	Required Program
 	Unless   string
 	Why      string
+	// Channel is the escalation channel that cannot notify without the key: a configuration
+	// whose escalation.channels lists it is refused while the key is empty.
+	Channel string
 	// Doc is the key's meaning in docs/configuration.md (markdown); Hint its comment in
 	// keel.example.yaml, "" for none ("\n" breaks a line).
 	Doc  string
@@ -369,10 +372,10 @@ var settings = []Setting{
 	{Name: GatewayFake, Kind: Bool, Default: false, ReadBy: Worker,
 		Doc:  "use the built-in scripted gateway (the demo and `dev` always do)",
 		Hint: "true: run the built-in scripted gateway instead", into: func(d *draft) any { return &d.Gateway.Fake }},
-	{Name: GatewayRetryBase, Kind: Duration, Default: "400ms", ReadBy: Starter,
+	{Name: GatewayRetryBase, Kind: Duration, Default: contract.DefaultRetryBase, ReadBy: Starter,
 		Doc: "backoff base", Hint: "equal-jitter backoff: window = min(cap, base*2^(attempt-1))",
 		into: func(d *draft) any { return (*time.Duration)(&d.Gateway.Retry.Base) }},
-	{Name: GatewayRetryCap, Kind: Duration, Default: "8s", ReadBy: Starter,
+	{Name: GatewayRetryCap, Kind: Duration, Default: contract.DefaultRetryCap, ReadBy: Starter,
 		Doc: "backoff cap (a server's Retry-After may exceed it)", into: func(d *draft) any { return (*time.Duration)(&d.Gateway.Retry.Cap) }},
 	{Name: GatewayRetryFixedJitter, Kind: Fraction, Default: "", ReadBy: Worker,
 		Doc: "empty draws the jitter at random (production); a number from 0 to 1 fixes the draw in this process's workers, " +
@@ -408,8 +411,8 @@ var settings = []Setting{
 		Hint: "the model's context window: at 80 % the oldest turns are summarised; 0 never",
 		into: func(d *draft) any { return &d.Limits.ContextTokens }},
 
-	{Name: ToolsApproval, Kind: Choice, OneOf: []string{"never", "writes", "always"}, Default: "never", ReadBy: Starter,
-		Doc: "which tool calls wait for a person's approval", into: func(d *draft) any { return &d.Tools.Approval }},
+	{Name: ToolsApproval, Kind: Choice, OneOf: contract.ApprovalModes, Default: string(contract.ApprovalNever), ReadBy: Starter,
+		Doc: "which tool calls wait for a person's approval", into: func(d *draft) any { return (*string)(&d.Tools.Approval) }},
 	{Name: ToolsAllow, Kind: List, Default: []string{}, ReadBy: Starter,
 		Doc: "tools that never need approval", into: func(d *draft) any { return &d.Tools.Allow }},
 	{Name: ToolsDeny, Kind: List, Default: []string{}, ReadBy: Starter,
@@ -417,11 +420,11 @@ var settings = []Setting{
 	{Name: ToolsCommands, Kind: List, Default: []string{}, ReadBy: Starter,
 		Doc: "programs `run_command` may start; empty allows any", Hint: "programs run_command may start; empty allows any",
 		into: func(d *draft) any { return &d.Tools.Commands }},
-	{Name: ToolsCommandTimeout, Kind: Duration, Default: "60s", ReadBy: Starter,
+	{Name: ToolsCommandTimeout, Kind: Duration, Default: contract.DefaultCommandTimeout, ReadBy: Starter,
 		Doc: "one command's limit; then its process group is stopped", into: func(d *draft) any { return (*time.Duration)(&d.Tools.CommandTimeout) }},
 	{Name: ToolsApprovalTimeout, Kind: Duration, Default: "10m", ReadBy: Starter,
 		Doc: "an approval not given by then is a denial", into: func(d *draft) any { return (*time.Duration)(&d.Tools.ApprovalTimeout) }},
-	{Name: ToolsOutputCap, Kind: Count, Default: 16384, ReadBy: Worker,
+	{Name: ToolsOutputCap, Kind: Count, Default: contract.DefaultOutputCap, ReadBy: Worker,
 		Doc: "bytes of command output kept; the result says what was cut", into: func(d *draft) any { return &d.OutputCap }},
 	{Name: ToolsSandbox, Kind: Choice, OneOf: []string{"on", "off", "true", "false"}, Default: "on", ReadBy: Worker | Starter,
 		Doc: "`on` runs every `run_command` in the sandbox (see [tools.md](tools.md#the-sandbox)); `off` runs commands " +
@@ -504,13 +507,13 @@ var settings = []Setting{
 		Doc:  codeList(contract.Channels) + "; notified in order across the deadline (docs/escalation.md)",
 		Hint: strings.Join(contract.Channels, ", ") + ", notified in order across the deadline",
 		into: func(d *draft) any { return &d.Escalation.Channels }},
-	{Name: EscalationSlackBotToken, Default: "", ReadBy: Worker | SlackBot, Required: SlackBot,
+	{Name: EscalationSlackBotToken, Default: "", ReadBy: Worker | SlackBot, Required: SlackBot, Channel: contract.ChannelSlack,
 		Doc:  "the Slack app's bot token (`xoxb-…`): the worker posts notices with it, the bot rewrites them",
 		into: func(d *draft) any { return &d.Escalation.Slack.BotToken }},
 	{Name: EscalationSlackSigningSecret, Default: "", ReadBy: SlackBot, Required: SlackBot,
 		Doc:  "the Slack app's signing secret: the bot refuses any request not signed with it",
 		into: func(d *draft) any { return &d.Escalation.Slack.SigningSecret }},
-	{Name: EscalationSlackChannel, Default: "", ReadBy: Worker,
+	{Name: EscalationSlackChannel, Default: "", ReadBy: Worker, Channel: contract.ChannelSlack,
 		Doc: "the channel ID (`C…`) notices are posted to", into: func(d *draft) any { return &d.Escalation.Slack.Channel }},
 	{Name: EscalationSlackTeamID, Default: "", ReadBy: SlackBot, Required: SlackBot,
 		Flag: "team", FlagIn: SlackBot, FlagUsage: "Slack team ID whose requests are accepted",
@@ -528,7 +531,8 @@ var settings = []Setting{
 		Flag: "slack-api-url", FlagIn: SlackBot, FlagUsage: "Slack Web API base URL override",
 		Doc:  "Slack's Web API base URL, only to point at a proxy or a test server",
 		into: func(d *draft) any { return &d.Escalation.Slack.APIURL }},
-	{Name: EscalationGitHubToken, Default: "", ReadBy: Worker | GitHubBot, Required: GitHubBot,
+	// The pull request is the session's own; escalation.github.repo is only a default.
+	{Name: EscalationGitHubToken, Default: "", ReadBy: Worker | GitHubBot, Required: GitHubBot, Channel: contract.ChannelGitHub,
 		Doc: "a token that may read the pull request and write issue comments and labels (the GitHub bot: also read collaborators' permissions and add reactions; docs/github.md)", into: func(d *draft) any { return &d.Escalation.GitHub.Token }},
 	{Name: EscalationGitHubBaseURL, Default: "https://api.github.com", ReadBy: Worker | GitHubBot,
 		Doc: "GitHub's API; GitHub Enterprise Server: `https://HOST/api/v3`", into: func(d *draft) any { return &d.Escalation.GitHub.BaseURL }},
@@ -554,9 +558,9 @@ var settings = []Setting{
 	{Name: EscalationGitHubJobs, Kind: Path, Default: "", DefaultDoc: "empty: pull request events start nothing", ReadBy: GitHubBot,
 		Doc:  "the rule file of the jobs the GitHub bot starts from pull request events ([github](github.md#the-rule-file)); their sessions start from the bot's own gateway, tools, limits and escalation keys",
 		into: func(d *draft) any { return &d.Escalation.GitHub.Jobs }},
-	{Name: EscalationWebhookURL, Default: "", ReadBy: Worker,
+	{Name: EscalationWebhookURL, Default: "", ReadBy: Worker, Channel: contract.ChannelWebhook,
 		Doc: "where the escalation record is POSTed as JSON", into: func(d *draft) any { return &d.Escalation.Webhook.URL }},
-	{Name: EscalationWebhookSecret, Default: "", ReadBy: Worker,
+	{Name: EscalationWebhookSecret, Default: "", ReadBy: Worker, Channel: contract.ChannelWebhook,
 		Doc: "key of the HMAC-SHA256 signature header", into: func(d *draft) any { return &d.Escalation.Webhook.Secret }},
 
 	{Name: MCPServers, Kind: Object, Default: []any{}, Shape: "a list of {name, command: [...]} or {name, url}", ReadBy: Worker,

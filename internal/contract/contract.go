@@ -148,7 +148,7 @@ type Limits struct {
 }
 
 // RetryConfig shapes the gateway's equal-jitter backoff. Zero values take the defaults
-// (base 400 ms, cap 8 s).
+// (DefaultRetryBase, DefaultRetryCap).
 type RetryConfig struct {
 	Base jsondur.Duration `json:"base,omitempty"`
 	Cap  jsondur.Duration `json:"cap,omitempty"`
@@ -156,8 +156,8 @@ type RetryConfig struct {
 
 // ToolPolicy decides which tool calls wait for a person and which commands may run at all.
 type ToolPolicy struct {
-	// Approval is "never", "writes" or "always".
-	Approval string `json:"approval,omitempty"`
+	// Approval says which calls wait for a person (ApprovalModes).
+	Approval ApprovalMode `json:"approval,omitempty"`
 	// Allow lists tools that never need approval; Deny lists tools that are refused outright.
 	Allow []string `json:"allow,omitempty"`
 	Deny  []string `json:"deny,omitempty"`
@@ -165,7 +165,7 @@ type ToolPolicy struct {
 	Commands []string `json:"commands,omitempty"`
 	// ApprovalTimeout is how long an approval waits before the call is denied.
 	ApprovalTimeout jsondur.Duration `json:"approval_timeout,omitempty"`
-	// CommandTimeout bounds one run_command call.
+	// CommandTimeout bounds one run_command call; zero is DefaultCommandTimeout.
 	CommandTimeout jsondur.Duration `json:"command_timeout,omitempty"`
 	// Breaker shapes the circuit breaker of every tool and MCP server.
 	Breaker breaker.Config `json:"breaker,omitzero"`

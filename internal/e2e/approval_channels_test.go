@@ -15,8 +15,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/session"
+	"github.com/keelrun/keel/internal/slackbot"
 )
 
 // TestSlackApprovalEndToEnd runs a real session whose writes wait for approval, lets its worker
@@ -141,7 +142,7 @@ func refuseStrangers(t *testing.T, bot *botUnderTest, decisions *decisionCounter
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := escalation.TemporalAnswerer{Client: env.Client()}.Status(ctx, wid)
+	st, err := session.TemporalAnswerer{Client: env.Client()}.Status(ctx, wid)
 	if err != nil {
 		t.Fatalf("status query: %v", err)
 	}
@@ -202,7 +203,7 @@ func waitNth[T any](t *testing.T, s *localSlack, what string, list *[]T, i int) 
 // decisionCounter passes everything to the real answerer and records the approval decisions it
 // carried.
 type decisionCounter struct {
-	escalation.Answerer
+	session.Answerer
 	mu  sync.Mutex
 	got []contract.ApprovalDecision
 }
@@ -228,15 +229,15 @@ func startApprovalBot(t *testing.T, slackAPI string) (*botUnderTest, *decisionCo
 	if err != nil {
 		t.Fatal(err)
 	}
-	decisions := &decisionCounter{Answerer: escalation.TemporalAnswerer{Client: env.Client()}}
+	decisions := &decisionCounter{Answerer: session.TemporalAnswerer{Client: env.Client()}}
 	ans := &countingAnswerer{Answerer: decisions}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	cfg := escalation.BotConfig{
+	cfg := slackbot.RunConfig{
 		SigningSecret: e2eSlackSecret, BotToken: e2eSlackToken, TeamID: e2eSlackTeam, Approvers: []string{"U1", "U2"},
 		SlackAPIURL: slackAPI, CallTimeout: 20 * time.Second, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
 	}
-	go func() { done <- escalation.ServeSlackBot(ctx, cfg, ans, ln) }()
+	go func() { done <- slackbot.Serve(ctx, cfg, ans, ln) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/testenv"
+	"github.com/keelrun/keel/internal/session"
+	"github.com/keelrun/keel/internal/slackbot"
 )
 
 // TestEndedSessionWithoutWorker: once a session has ended and no worker runs (the demo's own
@@ -49,11 +50,11 @@ func TestEndedSessionWithoutWorker(t *testing.T) {
 	}
 	requireStamped(t, testenv.Run{Events: evs, Summary: sum, Stdout: string(out)})
 
-	st, err := escalation.TemporalAnswerer{Client: env.Client()}.Status(ctx, wid)
+	st, err := session.TemporalAnswerer{Client: env.Client()}.Status(ctx, wid)
 	if err != nil {
 		t.Fatalf("status of an ended session with no worker: %v", err)
 	}
-	text := escalation.StatusText(wid, st)
+	text := slackbot.StatusText(wid, st)
 	if st.Status != contract.StatusCompleted || st.Turn != r.Summary.Turns || !strings.Contains(text, "*completed*") {
 		t.Fatalf("status %+v renders %q", st, text)
 	}

@@ -28,6 +28,8 @@ import (
 	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/fakegithub"
+	"github.com/keelrun/keel/internal/session"
+	"github.com/keelrun/keel/internal/slackbot"
 )
 
 // The Slack workspace of these tests: one channel, one team, two approvers.
@@ -287,7 +289,7 @@ func (s *slackSession) status(t *testing.T) contract.SessionStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := escalation.TemporalAnswerer{Client: env.Client()}.Status(ctx, s.wid)
+	st, err := session.TemporalAnswerer{Client: env.Client()}.Status(ctx, s.wid)
 	if err != nil {
 		t.Fatalf("status query: %v", err)
 	}
@@ -334,10 +336,10 @@ func (s *slackSession) submit(user, privateMetadata, text string) slackRequest {
 
 func interactionRequest(payload map[string]any) slackRequest {
 	b, _ := json.Marshal(payload)
-	return slackRequest{path: escalation.SlackInteractionsPath, body: url.Values{"payload": {string(b)}}.Encode()}
+	return slackRequest{path: slackbot.InteractionsPath, body: url.Values{"payload": {string(b)}}.Encode()}
 }
 
-// botUnderTest is escalation.ServeSlackBot on a loopback listener, answering through Temporal.
+// botUnderTest is slackbot.Serve on a loopback listener, answering through Temporal.
 type botUnderTest struct {
 	url string
 	ans *countingAnswerer
@@ -349,14 +351,14 @@ func startBot(t *testing.T, slackAPI string) *botUnderTest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ans := &countingAnswerer{Answerer: escalation.TemporalAnswerer{Client: env.Client()}}
+	ans := &countingAnswerer{Answerer: session.TemporalAnswerer{Client: env.Client()}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	cfg := escalation.BotConfig{
+	cfg := slackbot.RunConfig{
 		SigningSecret: e2eSlackSecret, BotToken: e2eSlackToken, TeamID: e2eSlackTeam, Approvers: []string{"U1", "U2"},
 		SlackAPIURL: slackAPI, CallTimeout: 20 * time.Second, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
 	}
-	go func() { done <- escalation.ServeSlackBot(ctx, cfg, ans, ln) }()
+	go func() { done <- slackbot.Serve(ctx, cfg, ans, ln) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -398,7 +400,7 @@ func (b *botUnderTest) answers() int { return b.ans.count() }
 
 // countingAnswerer passes everything to the real answerer and counts the answers it carried.
 type countingAnswerer struct {
-	escalation.Answerer
+	session.Answerer
 	mu   sync.Mutex
 	n    int
 	hold chan struct{}

@@ -49,8 +49,8 @@ const (
 	fileToolAtOnce = 5 * time.Second
 )
 
-// TestEscapeClasses drives the scripted hostile model through every class of hole that used to be
-// open (fakegw.ModeEscapeClasses: another session's data, a configuration that unconfines later
+// TestEscapeClasses drives the scripted hostile model through every class of hole a confined
+// command might find (fakegw.ModeEscapeClasses: another session's data, a configuration that unconfines later
 // commands, setuid files, keys, inherited descriptors, a forged report, a fork loop, 3 GiB of
 // shared memory, the file tools on a 200 MiB file and a named pipe, signals to init), over real
 // HTTP through a real worker process, as root and as nobody with a process limit of its own, each

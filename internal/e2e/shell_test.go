@@ -34,6 +34,15 @@ func (s *tmuxShell) sessionStarted(t *testing.T) string {
 	return m[1]
 }
 
+// following waits for the starter's status line ("esc to interrupt"), which it draws only after it
+// has put the terminal into raw mode and handles SIGINT and SIGTERM itself. A key or signal sent
+// earlier races the start-up: a Ctrl+C before raw mode reaches the starter as a SIGINT, and a
+// signal before the starter handles it ends the process.
+func (s *tmuxShell) following() {
+	s.t.Helper()
+	s.waitText(30*time.Second, "esc to interrupt")
+}
+
 // TestFirstSignalWaitsBounded: with no worker on the queue, the first Ctrl+C at the terminal or a
 // SIGTERM from outside cancels the session, says what the starter waits for, for how long, and that
 // a second one leaves now; after cli.CancelWait it exits 130 saying the session may still be
@@ -59,6 +68,7 @@ func TestFirstSignalWaitsBounded(t *testing.T) {
 			s := startShell(t, env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true"))
 			s.typeLine(starter + ` run --workdir "$(mktemp -d)" "say hi"; echo "exit=$?"`)
 			wid := s.sessionStarted(t)
+			s.following()
 			tc.send(s)
 			sent := time.Now()
 			sc := s.waitText(10*time.Second, tc.reason)

@@ -348,6 +348,10 @@ func TestTerminalSecondCancelLeaves(t *testing.T) {
 		t.Fatalf("the session never started:\n%s", r.text())
 	}
 	t.Cleanup(func() { _ = env.Client().TerminateWorkflow(context.Background(), m[1], "", "test cleanup") })
+	// Ctrl+C is a key only once the terminal is in raw mode; before that it is a SIGINT.
+	if !waitFor(30*time.Second, func() bool { return !r.canonical(t) }) {
+		t.Fatalf("the starter never took the terminal out of line mode:\n%s", r.text())
+	}
 	r.master.Write([]byte{0x03})
 	r.waitSeen(t, 30*time.Second, "cancelling")
 	r.master.Write([]byte{0x1b})

@@ -3,21 +3,17 @@ package gateway
 import (
 	"math/rand/v2"
 	"time"
-)
 
-// Default backoff bounds, as in the design notes.
-const (
-	DefaultBackoffBase = 400 * time.Millisecond
-	DefaultBackoffCap  = 8 * time.Second
+	"github.com/keelrun/keel/internal/contract"
 )
 
 // Backoff computes equal-jitter retry waits. Half of each window is fixed so a retry is never
 // "no wait at all"; the other half is random so that many sessions throttled at the same moment
 // do not come back in lockstep.
 type Backoff struct {
-	// Base is the first window; zero means DefaultBackoffBase.
+	// Base is the first window; zero means contract.DefaultRetryBase.
 	Base time.Duration
-	// Cap bounds the window; zero means DefaultBackoffCap.
+	// Cap bounds the window; zero means contract.DefaultRetryCap.
 	Cap time.Duration
 	// Rand returns a number in [0, 1]; nil means math/rand/v2. Tests fix it.
 	Rand func() float64
@@ -41,10 +37,10 @@ func (b Backoff) Wait(attempt int, floor time.Duration) time.Duration {
 func (b Backoff) window(attempt int) time.Duration {
 	base, limit := b.Base, b.Cap
 	if base <= 0 {
-		base = DefaultBackoffBase
+		base = contract.DefaultRetryBase
 	}
 	if limit <= 0 {
-		limit = DefaultBackoffCap
+		limit = contract.DefaultRetryCap
 	}
 	w := base
 	for i := 1; i < attempt && w < limit; i++ {

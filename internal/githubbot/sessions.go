@@ -8,8 +8,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/session"
 )
 
 // Sessions finds the sessions working on a pull request and steers them. Every change names its
@@ -67,8 +67,8 @@ func (t TemporalSessions) OnPullRequest(ctx context.Context, pr string) ([]strin
 
 // answerer is the bots' adapter over the session client: a session's refusal comes back as a
 // result carrying its reason, which the bot replies with.
-func (t TemporalSessions) answerer() escalation.TemporalAnswerer {
-	return escalation.TemporalAnswerer{Client: t.Client}
+func (t TemporalSessions) answerer() session.TemporalAnswerer {
+	return session.TemporalAnswerer{Client: t.Client}
 }
 
 // Status asks the session where it is.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/session"
 )
 
 // jobRef is what a job's comment and its cancellation need to know of it. It travels in the
@@ -200,7 +201,7 @@ func (j *Jobs) closePR(ctx context.Context, repo string, number int, merged bool
 		how = "merged"
 	}
 	reason := fmt.Sprintf("pull request %s was %s", prName(repo, number), how)
-	answerer := escalation.TemporalAnswerer{Client: j.cfg.Temporal}
+	answerer := session.TemporalAnswerer{Client: j.cfg.Temporal}
 	var errs []error
 	for _, r := range running {
 		if r.PR != number {

@@ -92,7 +92,7 @@ func TestTypedErrors(t *testing.T) {
 	answer := contract.Answer{EscalationID: "esc-1", Action: contract.ActionRetry, By: "ann"}
 	decision := contract.ApprovalDecision{CallID: "c1", Digest: "d", Approve: true, By: "ann"}
 	// A bot's own update ID: the same ID again is the same update, its first outcome (the derived
-	// IDs of Answer and Approve are tested through escalation.TemporalAnswerer).
+	// IDs of Answer and Approve are tested through TemporalAnswerer).
 	for range 2 {
 		res, err := c.AnswerAs(ctx, wid, "comment-42", answer)
 		require.NoError(t, err)

@@ -14,17 +14,10 @@ import (
 	"io"
 	"path/filepath"
 	"reflect"
-	"time"
 
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/tools/sandbox"
 	"github.com/keelrun/keel/internal/tools/toolspec"
-)
-
-// Defaults used when a Box leaves a field at zero.
-const (
-	DefaultCommandTimeout = 60 * time.Second
-	DefaultOutputCap      = 16 << 10
 )
 
 // Box is a work directory and the rules for running tools in it. Every path a tool is given is

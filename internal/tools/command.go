@@ -95,7 +95,7 @@ func (b *Box) allowed(program string) bool {
 func (b *Box) timeout(seconds int) (time.Duration, bool) {
 	limit := b.Policy.CommandTimeout.Std()
 	if limit <= 0 {
-		limit = DefaultCommandTimeout
+		limit = contract.DefaultCommandTimeout
 	}
 	if seconds > 0 {
 		asked := time.Duration(seconds) * time.Second
@@ -111,7 +111,7 @@ func (b *Box) outputCap() int {
 	if b.OutputCap > 0 {
 		return b.OutputCap
 	}
-	return DefaultOutputCap
+	return contract.DefaultOutputCap
 }
 
 // findProgram locates the program: a bare name on PATH, a name with a slash inside the work

@@ -254,10 +254,10 @@ func TestCommandTimeoutChoice(t *testing.T) {
 		want    time.Duration
 		limited bool
 	}{
-		{0, 0, DefaultCommandTimeout, false},
+		{0, 0, contract.DefaultCommandTimeout, false},
 		{10 * time.Second, 5, 5 * time.Second, false},
 		{10 * time.Second, 50, 10 * time.Second, true},
-		{0, 120, DefaultCommandTimeout, true},
+		{0, 120, contract.DefaultCommandTimeout, true},
 	}
 	for _, tt := range tests {
 		b := &Box{Policy: contract.ToolPolicy{CommandTimeout: jsondur.Duration(tt.policy)}}

@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// The escape classes: each mode below runs the hostile attempts of one kind of hole that used to
-// be open (read another session's data, leave a setuid file, reach the init's descriptors, take
+// The escape classes: each mode below runs the hostile attempts of one kind of hole a confined
+// command might find (read another session's data, leave a setuid file, reach the init's descriptors, take
 // the init down by a signal, block or bloat the worker through the file tools, outgrow the
 // limits), and ModeEscapeClasses runs them all in one session.
 
@@ -156,7 +156,8 @@ var descriptorSteps = []EscapeStep{
 			`echo ran > ` + EscapeForgedRan + `; echo ran; exit 5' '` + forgedReport + `'`},
 }
 
-// signalSteps send the init the signals that used to end it or make it print a dump.
+// signalSteps send the init the signals that would end it or make it print a dump were it not
+// guarded against them.
 var signalSteps = []EscapeStep{
 	{Name: "signals to init", Check: says("exit status 7", "Output:\nalive"),
 		Command: `sh -c 'kill -QUIT 1; kill -TERM 1; kill -SEGV 1; kill -STOP 1; kill -CONT 1; echo alive; exit 7'`},

@@ -1,4 +1,4 @@
-package escalation
+package slackbot
 
 import (
 	"context"
@@ -17,7 +17,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/session"
 )
 
 const (
@@ -25,25 +27,25 @@ const (
 	testTeam   = "T0001"
 )
 
-// botHarness runs a SlackBot behind a loopback HTTP server, talking to a fake Slack.
+// botHarness runs a Bot behind a loopback HTTP server, talking to a fake Slack.
 type botHarness struct {
 	t     *testing.T
 	slack *fakeSlack
 	ans   *recordingAnswerer
-	bot   *SlackBot
+	bot   *Bot
 	srv   *httptest.Server
 	e     contract.Escalation
 }
 
 // newBotHarness builds the harness; wrap, if given, puts something around the recording answerer.
-func newBotHarness(t *testing.T, wrap ...func(*recordingAnswerer) Answerer) *botHarness {
+func newBotHarness(t *testing.T, wrap ...func(*recordingAnswerer) session.Answerer) *botHarness {
 	fs := newFakeSlack(t)
 	ans := newRecordingAnswerer()
-	var answerer Answerer = ans
+	var answerer session.Answerer = ans
 	for _, w := range wrap {
 		answerer = w(ans)
 	}
-	bot, err := NewSlackBot(SlackBotConfig{
+	bot, err := New(Config{
 		SigningSecret: testSecret, TeamID: testTeam, Approvers: []string{"U1", " U2"},
 		Answerer: answerer, API: fs.api(), CallTimeout: 5 * time.Second,
 	})
@@ -98,29 +100,29 @@ func (h *botHarness) do(rq request) (int, string) { return h.send(h.build(rq)) }
 // click is a block_actions payload as Slack sends it for a click on one of the notice's buttons.
 func (h *botHarness) click(user, team, choice string) request {
 	v := renderedButtonValue(h.e, choice)
-	blocks, _ := json.Marshal(slack.Blocks{BlockSet: slackBlocks(h.e)})
+	blocks, _ := json.Marshal(slack.Blocks{BlockSet: escalation.SlackBlocks(h.e)})
 	payload := `{"type":"block_actions","team":{"id":"` + team + `","domain":"acme"},` +
 		`"user":{"id":"` + user + `","team_id":"` + team + `"},"api_app_id":"A1","trigger_id":"trig-` + user + `",` +
 		`"channel":{"id":"C1","name":"keel"},"container":{"type":"message","message_ts":"1700000000.000100","channel_id":"C1"},` +
 		`"message":{"type":"message","ts":"1700000000.000100","blocks":` + string(blocks) + `},` +
 		`"actions":[{"type":"button","block_id":"keel_answer","action_id":"keel_` + choice + `","value":` + strconv.Quote(v) + `,"action_ts":"1700000001.1"}]}`
-	return request{path: SlackInteractionsPath, body: url.Values{"payload": {payload}}.Encode()}
+	return request{path: InteractionsPath, body: url.Values{"payload": {payload}}.Encode()}
 }
 
 // renderedButtonValue is the value of the notice's button for choice, as the notice renders it,
 // so a click carries exactly what Slack would send back; a choice the notice has no button for
 // gets the bare session and escalation IDs.
 func renderedButtonValue(e contract.Escalation, choice string) string {
-	for _, b := range slackBlocks(e) {
+	for _, b := range escalation.SlackBlocks(e) {
 		if ab, ok := b.(*slack.ActionBlock); ok {
 			for _, el := range ab.Elements.ElementSet {
-				if btn, ok := el.(*slack.ButtonBlockElement); ok && btn.ActionID == slackActionPrefix+choice {
+				if btn, ok := el.(*slack.ButtonBlockElement); ok && btn.ActionID == escalation.SlackActionPrefix+choice {
 					return btn.Value
 				}
 			}
 		}
 	}
-	v, _ := json.Marshal(buttonValue{WorkflowID: e.WorkflowID, EscalationID: e.ID})
+	v, _ := json.Marshal(escalation.SlackButton{WorkflowID: e.WorkflowID, EscalationID: e.ID})
 	return string(v)
 }
 
@@ -129,14 +131,14 @@ func (h *botHarness) submit(user, privateMetadata, text string) request {
 	state, _ := json.Marshal(map[string]any{"values": map[string]any{slackEditBlockID: map[string]any{slackEditActionID: map[string]any{"type": "plain_text_input", "value": text}}}})
 	payload := `{"type":"view_submission","team":{"id":"` + testTeam + `"},"user":{"id":"` + user + `","team_id":"` + testTeam + `"},` +
 		`"view":{"id":"V1","type":"modal","callback_id":"keel_edit","private_metadata":` + strconv.Quote(privateMetadata) + `,"state":` + string(state) + `}}`
-	return request{path: SlackInteractionsPath, body: url.Values{"payload": {payload}}.Encode()}
+	return request{path: InteractionsPath, body: url.Values{"payload": {payload}}.Encode()}
 }
 
 // command is a slash command request.
 func (h *botHarness) command(user, team, text string) request {
 	form := url.Values{"command": {"/keel"}, "text": {text}, "team_id": {team}, "user_id": {user},
 		"channel_id": {"C1"}, "response_url": {h.slack.responseURL()}, "trigger_id": {"trig"}}
-	return request{path: SlackCommandsPath, body: form.Encode()}
+	return request{path: CommandsPath, body: form.Encode()}
 }
 
 func TestSlackBotClickAnswersOnce(t *testing.T) {
@@ -276,7 +278,9 @@ func TestSlackBotReplays(t *testing.T) {
 
 func TestSlackBotDoubleClickWhileInFlight(t *testing.T) {
 	gate := make(chan struct{})
-	h := newBotHarness(t, func(r *recordingAnswerer) Answerer { return &blockingAnswerer{recordingAnswerer: r, gate: gate} })
+	h := newBotHarness(t, func(r *recordingAnswerer) session.Answerer {
+		return &blockingAnswerer{recordingAnswerer: r, gate: gate}
+	})
 
 	code, _ := h.do(h.click("U1", testTeam, "retry"))
 	require.Equal(t, http.StatusOK, code)

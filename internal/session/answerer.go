@@ -1,4 +1,4 @@
-package escalation
+package session
 
 import (
 	"context"
@@ -7,19 +7,29 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/keelrun/keel/internal/contract"
-	"github.com/keelrun/keel/internal/session"
 )
 
-// TemporalAnswerer is the Answerer of the bots: the session client (internal/session) over a
-// Temporal client, with a session's refusal reported as a result (AnswerResult{Accepted: false} or
-// SayResult with the reason), so a bot shows it to the person who clicked. Only a failure to
-// reach the session is an error, typed as the session client types it (session.ErrEnded,
-// session.ErrNotFound).
+// Answerer delivers answers and commands to sessions. TemporalAnswerer is the real one; the Slack
+// bot only knows this interface, so it never holds workflow code or a second answer path.
+type Answerer interface {
+	Answer(ctx context.Context, workflowID string, a contract.Answer) (contract.AnswerResult, error)
+	// Approve approves or denies the tool call a session waits on (the approve_call update).
+	Approve(ctx context.Context, workflowID string, d contract.ApprovalDecision) (contract.AnswerResult, error)
+	Cancel(ctx context.Context, workflowID string, req contract.CancelRequest) error
+	// Say adds a person's message to a running session (the say update).
+	Say(ctx context.Context, workflowID string, m contract.Say) (contract.SayResult, error)
+	Status(ctx context.Context, workflowID string) (contract.SessionStatus, error)
+}
+
+// TemporalAnswerer is the Answerer of the bots: the session client over a Temporal client, with
+// a session's refusal reported as a result (AnswerResult{Accepted: false} or SayResult with the
+// reason), so a bot shows it to the person who clicked. Only a failure to reach the session is an
+// error, typed as the session client types it (ErrEnded, ErrNotFound).
 type TemporalAnswerer struct {
 	Client client.Client
 }
 
-func (t TemporalAnswerer) sessions() session.Client { return session.Client{Temporal: t.Client} }
+func (t TemporalAnswerer) sessions() Client { return Client{Temporal: t.Client} }
 
 // Answer sends the answer update; the same answer delivered twice is one update.
 func (t TemporalAnswerer) Answer(ctx context.Context, workflowID string, a contract.Answer) (contract.AnswerResult, error) {
@@ -65,7 +75,7 @@ func (t TemporalAnswerer) Status(ctx context.Context, workflowID string) (contra
 
 // refusedResult reports a session's refusal as a result that is not accepted.
 func refusedResult(res contract.AnswerResult, err error) (contract.AnswerResult, error) {
-	if r, ok := errors.AsType[*session.RefusedError](err); ok {
+	if r, ok := errors.AsType[*RefusedError](err); ok {
 		return contract.AnswerResult{Accepted: false, Message: r.Message}, nil
 	}
 	return res, err
@@ -73,7 +83,7 @@ func refusedResult(res contract.AnswerResult, err error) (contract.AnswerResult,
 
 // refusedSay reports a session's refusal of a message as the result's message.
 func refusedSay(res contract.SayResult, err error) (contract.SayResult, error) {
-	if r, ok := errors.AsType[*session.RefusedError](err); ok {
+	if r, ok := errors.AsType[*RefusedError](err); ok {
 		return contract.SayResult{Message: r.Message}, nil
 	}
 	return res, err

@@ -1,4 +1,4 @@
-package escalation
+package slackbot
 
 import (
 	"context"
@@ -12,56 +12,58 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/keelrun/keel/internal/session"
 )
 
-// Routes served by SlackBot; point the Slack app's Interactivity and Slash Command request URLs at
+// Routes served by Bot; point the Slack app's Interactivity and Slash Command request URLs at
 // them.
 const (
-	SlackInteractionsPath = "/slack/interactions"
-	SlackCommandsPath     = "/slack/commands"
+	InteractionsPath = "/slack/interactions"
+	CommandsPath     = "/slack/commands"
 )
 
-// DefaultSlackCallTimeout bounds one background call to Temporal or Slack.
-const DefaultSlackCallTimeout = 30 * time.Second
+// DefaultCallTimeout bounds one background call to Temporal or Slack.
+const DefaultCallTimeout = 30 * time.Second
 
 // maxSlackBody bounds what the bot reads from one request.
 const maxSlackBody = 1 << 20
 
-// SlackBotConfig configures a SlackBot.
-type SlackBotConfig struct {
+// Config configures a Bot.
+type Config struct {
 	// SigningSecret verifies that requests come from Slack.
 	SigningSecret string
 	// TeamID is the only workspace whose requests are accepted.
 	TeamID string
 	// Approvers are the Slack user IDs allowed to answer, stop and ask for status.
 	Approvers []string
-	Answerer  Answerer
+	Answerer  session.Answerer
 	// API posts ephemeral notes, opens the edit modal and updates notices.
 	API *slack.Client
 	// HTTPClient posts slash command replies to their response_url; nil means http.DefaultClient.
 	HTTPClient *http.Client
-	// CallTimeout bounds each background call; zero means DefaultSlackCallTimeout.
+	// CallTimeout bounds each background call; zero means DefaultCallTimeout.
 	CallTimeout time.Duration
 	// Now is the clock for the signing window and the answer times; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
 }
 
-// SlackBot is the HTTP endpoint of the Slack app. It verifies every request (signature, age,
+// Bot is the HTTP endpoint of the Slack app. It verifies every request (signature, age,
 // team, approver) before anything reaches the Answerer, acknowledges at once, and does the slow
 // work (Temporal calls, Slack API calls) in the background so Slack's 3-second limit is never
 // missed. The first answer per escalation wins; later clicks are told who answered.
-type SlackBot struct {
-	cfg       SlackBotConfig
+type Bot struct {
+	cfg       Config
 	approvers map[string]bool
 	state     *botState
 	mux       *http.ServeMux
 	wg        sync.WaitGroup
 }
 
-// NewSlackBot checks the configuration and builds the bot. An empty secret, team or approver
+// New checks the configuration and builds the bot. An empty secret, team or approver
 // list is refused: the bot fails closed rather than accepting requests from anyone.
-func NewSlackBot(cfg SlackBotConfig) (*SlackBot, error) {
+func New(cfg Config) (*Bot, error) {
 	switch {
 	case cfg.SigningSecret == "":
 		return nil, errors.New("building slack bot: signing secret is empty")
@@ -75,7 +77,7 @@ func NewSlackBot(cfg SlackBotConfig) (*SlackBot, error) {
 		return nil, errors.New("building slack bot: no slack API client")
 	}
 	if cfg.CallTimeout <= 0 {
-		cfg.CallTimeout = DefaultSlackCallTimeout
+		cfg.CallTimeout = DefaultCallTimeout
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -86,24 +88,24 @@ func NewSlackBot(cfg SlackBotConfig) (*SlackBot, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = http.DefaultClient
 	}
-	b := &SlackBot{cfg: cfg, approvers: map[string]bool{}, state: newBotState(), mux: http.NewServeMux()}
+	b := &Bot{cfg: cfg, approvers: map[string]bool{}, state: newBotState(), mux: http.NewServeMux()}
 	for _, a := range cfg.Approvers {
 		b.approvers[strings.TrimSpace(a)] = true
 	}
-	b.mux.HandleFunc("POST "+SlackInteractionsPath, b.handleInteraction)
-	b.mux.HandleFunc("POST "+SlackCommandsPath, b.handleCommand)
+	b.mux.HandleFunc("POST "+InteractionsPath, b.handleInteraction)
+	b.mux.HandleFunc("POST "+CommandsPath, b.handleCommand)
 	return b, nil
 }
 
 // ServeHTTP routes Slack's requests.
-func (b *SlackBot) ServeHTTP(w http.ResponseWriter, r *http.Request) { b.mux.ServeHTTP(w, r) }
+func (b *Bot) ServeHTTP(w http.ResponseWriter, r *http.Request) { b.mux.ServeHTTP(w, r) }
 
 // Wait blocks until all background work has finished, for a clean shutdown.
-func (b *SlackBot) Wait() { b.wg.Wait() }
+func (b *Bot) Wait() { b.wg.Wait() }
 
 // verified reads and verifies a request. It writes the refusal itself and returns ok=false when
 // the request must go no further; a byte-identical replay is acknowledged and dropped.
-func (b *SlackBot) verified(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
+func (b *Bot) verified(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSlackBody))
 	if err != nil {
 		http.Error(w, "cannot read body", http.StatusBadRequest)
@@ -129,7 +131,7 @@ func (b *SlackBot) verified(w http.ResponseWriter, r *http.Request) (url.Values,
 }
 
 // allowed checks the workspace and the person; it writes a 403 when either is wrong.
-func (b *SlackBot) allowed(w http.ResponseWriter, teamID, userID string) bool {
+func (b *Bot) allowed(w http.ResponseWriter, teamID, userID string) bool {
 	if teamID != b.cfg.TeamID {
 		b.cfg.Logger.Warn("slack request from another team refused", "team", teamID)
 		http.Error(w, "wrong team", http.StatusForbidden)
@@ -145,7 +147,7 @@ func (b *SlackBot) allowed(w http.ResponseWriter, teamID, userID string) bool {
 
 // background runs f after the response, with its own deadline, so the acknowledgement does not
 // wait on Temporal or Slack.
-func (b *SlackBot) background(f func(ctx context.Context)) {
+func (b *Bot) background(f func(ctx context.Context)) {
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
@@ -157,7 +159,7 @@ func (b *SlackBot) background(f func(ctx context.Context)) {
 
 // ephemeral shows a note to one person in a channel; failures are only logged, the note is a
 // courtesy.
-func (b *SlackBot) ephemeral(ctx context.Context, channel, user, text string) {
+func (b *Bot) ephemeral(ctx context.Context, channel, user, text string) {
 	if channel == "" {
 		return
 	}

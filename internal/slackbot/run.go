@@ -1,4 +1,4 @@
-package escalation
+package slackbot
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/keelrun/keel/internal/logs"
 	"github.com/keelrun/keel/internal/program"
+	"github.com/keelrun/keel/internal/session"
 )
 
 // Defaults of the Slack bot process.
@@ -21,9 +22,9 @@ const (
 	DefaultNamespace       = "default"
 )
 
-// BotConfig is everything the Slack bot process needs. Loading it (flags, environment, a config
-// file) is the caller's business; RunSlackBot only uses it.
-type BotConfig struct {
+// RunConfig is everything the Slack bot process needs. Loading it (flags, environment, a config
+// file) is the caller's business; Run only uses it.
+type RunConfig struct {
 	Listen        string
 	SigningSecret string
 	BotToken      string
@@ -43,8 +44,8 @@ type BotConfig struct {
 	Dial func(ctx context.Context) (client.Client, error)
 }
 
-// RunSlackBot dials Temporal, listens on cfg.Listen and serves the bot until ctx is done.
-func RunSlackBot(ctx context.Context, cfg BotConfig) error {
+// Run dials Temporal, listens on cfg.Listen and serves the bot until ctx is done.
+func Run(ctx context.Context, cfg RunConfig) error {
 	c, err := dialTemporal(ctx, cfg)
 	if err != nil {
 		return err
@@ -54,11 +55,11 @@ func RunSlackBot(ctx context.Context, cfg BotConfig) error {
 	if err != nil {
 		return fmt.Errorf("listening for slack requests: %w", err)
 	}
-	return ServeSlackBot(ctx, cfg, TemporalAnswerer{Client: c}, ln)
+	return Serve(ctx, cfg, session.TemporalAnswerer{Client: c}, ln)
 }
 
 // dialTemporal connects with cfg.Dial, or in plain text when none is given.
-func dialTemporal(ctx context.Context, cfg BotConfig) (client.Client, error) {
+func dialTemporal(ctx context.Context, cfg RunConfig) (client.Client, error) {
 	if cfg.Dial != nil {
 		return cfg.Dial(ctx)
 	}
@@ -70,9 +71,9 @@ func dialTemporal(ctx context.Context, cfg BotConfig) (client.Client, error) {
 	return c, nil
 }
 
-// ServeSlackBot serves the bot on ln with the given Answerer until ctx is done, then stops taking
+// Serve serves the bot on ln with the given Answerer until ctx is done, then stops taking
 // requests and waits for background work. Tests call it with a fake Answerer.
-func ServeSlackBot(ctx context.Context, cfg BotConfig, ans Answerer, ln net.Listener) error {
+func Serve(ctx context.Context, cfg RunConfig, ans session.Answerer, ln net.Listener) error {
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -81,7 +82,7 @@ func ServeSlackBot(ctx context.Context, cfg BotConfig, ans Answerer, ln net.List
 	if cfg.SlackAPIURL != "" {
 		opts = append(opts, slack.OptionAPIURL(cfg.SlackAPIURL))
 	}
-	bot, err := NewSlackBot(SlackBotConfig{
+	bot, err := New(Config{
 		SigningSecret: cfg.SigningSecret, TeamID: cfg.TeamID, Approvers: cfg.Approvers,
 		Answerer: ans, API: slack.New(cfg.BotToken, opts...), CallTimeout: cfg.CallTimeout, Logger: logger,
 	})

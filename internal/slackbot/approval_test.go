@@ -1,4 +1,4 @@
-package escalation
+package slackbot
 
 import (
 	"encoding/json"
@@ -15,7 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/session"
 )
 
 // newApprovalHarness is the bot harness with an approval notice as the clicked message.
@@ -104,11 +106,11 @@ func TestSlackBotApprovalRefuses(t *testing.T) {
 			return rq
 		}, 401, "stale"},
 		{"approve button without a digest", func(h *botHarness) request {
-			v, _ := json.Marshal(buttonValue{WorkflowID: h.e.WorkflowID, EscalationID: h.e.ID, CallID: "call_w1"})
+			v, _ := json.Marshal(escalation.SlackButton{WorkflowID: h.e.WorkflowID, EscalationID: h.e.ID, CallID: "call_w1"})
 			return clickWithValue(h, "approve", string(v))
 		}, 400, "bad button"},
 		{"approve button without a call", func(h *botHarness) request {
-			v, _ := json.Marshal(buttonValue{WorkflowID: h.e.WorkflowID, EscalationID: h.e.ID, Digest: h.e.Approval.Digest})
+			v, _ := json.Marshal(escalation.SlackButton{WorkflowID: h.e.WorkflowID, EscalationID: h.e.ID, Digest: h.e.Approval.Digest})
 			return clickWithValue(h, "deny", string(v))
 		}, 400, "bad button"},
 	}
@@ -188,7 +190,9 @@ func TestSlackBotApprovalNotAccepted(t *testing.T) {
 // session is refused at once; only the approval is sent.
 func TestSlackBotApprovalDoubleClickInFlight(t *testing.T) {
 	gate := make(chan struct{})
-	h := newBotHarness(t, func(r *recordingAnswerer) Answerer { return &blockingAnswerer{recordingAnswerer: r, gate: gate} })
+	h := newBotHarness(t, func(r *recordingAnswerer) session.Answerer {
+		return &blockingAnswerer{recordingAnswerer: r, gate: gate}
+	})
 	h.e = sampleApproval("apr-b2")
 	code, _ := h.do(h.click("U1", testTeam, contract.ActionApprove))
 	require.Equal(t, http.StatusOK, code)
@@ -210,7 +214,7 @@ func TestSlackBotApprovalDoubleClickInFlight(t *testing.T) {
 func TestApprovalAnsweredBlocks(t *testing.T) {
 	e := sampleApproval("apr-b3")
 	at := time.Date(2026, 12, 1, 10, 5, 0, 0, time.UTC)
-	out := answeredBlocks(slackBlocks(e), answerRecord{User: "U7", Action: contract.ActionApprove, At: at, Done: true})
+	out := answeredBlocks(escalation.SlackBlocks(e), answerRecord{User: "U7", Action: contract.ActionApprove, At: at, Done: true})
 	for _, b := range out {
 		assert.NotEqual(t, slack.MBTAction, b.BlockType())
 	}

@@ -1,4 +1,4 @@
-package escalation
+package slackbot
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
 )
 
@@ -24,7 +25,7 @@ type commandReply struct {
 // handleCommand serves the slash command: status runs the status query, stop sends the cancel
 // signal, say and interrupt add a message to the session (interrupt cancels the turn in flight
 // first). It acknowledges at once and posts the outcome to the command's response_url.
-func (b *SlackBot) handleCommand(w http.ResponseWriter, r *http.Request) {
+func (b *Bot) handleCommand(w http.ResponseWriter, r *http.Request) {
 	form, ok := b.verified(w, r)
 	if !ok || !b.allowed(w, form.Get("team_id"), form.Get("user_id")) {
 		return
@@ -68,7 +69,7 @@ func sayText(text string) string {
 }
 
 // runSay adds a person's message to the session through the say update.
-func (b *SlackBot) runSay(ctx context.Context, wf, user string, interrupt bool, text string) string {
+func (b *Bot) runSay(ctx context.Context, wf, user string, interrupt bool, text string) string {
 	res, err := b.cfg.Answerer.Say(ctx, wf, contract.Say{Text: text, By: "<@" + user + ">", Via: "slack", Interrupt: interrupt})
 	if err != nil {
 		b.cfg.Logger.Warn("slack say command", "workflow_id", wf, "error", err)
@@ -81,7 +82,7 @@ func (b *SlackBot) runSay(ctx context.Context, wf, user string, interrupt bool, 
 }
 
 // runStatus asks the session for its status and renders it.
-func (b *SlackBot) runStatus(ctx context.Context, wf string) string {
+func (b *Bot) runStatus(ctx context.Context, wf string) string {
 	st, err := b.cfg.Answerer.Status(ctx, wf)
 	if err != nil {
 		b.cfg.Logger.Warn("slack status command", "workflow_id", wf, "error", err)
@@ -91,7 +92,7 @@ func (b *SlackBot) runStatus(ctx context.Context, wf string) string {
 }
 
 // runStop sends the cancel signal on behalf of a person.
-func (b *SlackBot) runStop(ctx context.Context, wf, user, reason string) string {
+func (b *Bot) runStop(ctx context.Context, wf, user, reason string) string {
 	if reason == "" {
 		reason = "stopped from Slack"
 	}
@@ -103,7 +104,7 @@ func (b *SlackBot) runStop(ctx context.Context, wf, user, reason string) string 
 }
 
 // respond posts a delayed reply to a slash command's response_url.
-func (b *SlackBot) respond(ctx context.Context, respURL, text string) {
+func (b *Bot) respond(ctx context.Context, respURL, text string) {
 	if respURL == "" {
 		return
 	}
@@ -120,7 +121,7 @@ func (b *SlackBot) respond(ctx context.Context, respURL, text string) {
 		return
 	}
 	defer resp.Body.Close()
-	if err := checkStatus("posting slack command reply", resp); err != nil {
+	if err := escalation.CheckStatus("posting slack command reply", resp); err != nil {
 		b.cfg.Logger.Warn("posting slack command reply", "error", err)
 	}
 }
@@ -134,7 +135,7 @@ func StatusText(wf string, st contract.SessionStatus) string {
 		fmt.Fprintf(&b, "\nTurn %d is running (the counts above are of the turns done)", st.Running)
 	}
 	if e := st.Escalation; e != nil && e.Answer == nil {
-		fmt.Fprintf(&b, "\nWaiting on escalation `%s`: %s", e.ID, Reason(e.Reason))
+		fmt.Fprintf(&b, "\nWaiting on escalation `%s`: %s", e.ID, escalation.Reason(e.Reason))
 	}
 	if a := st.Approval; a != nil {
 		fmt.Fprintf(&b, "\nWaiting on approval of `%s`", a.Tool)

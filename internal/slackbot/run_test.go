@@ -1,4 +1,4 @@
-package escalation
+package slackbot
 
 import (
 	"context"
@@ -24,14 +24,14 @@ func TestServeSlackBot(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- ServeSlackBot(ctx, BotConfig{SigningSecret: testSecret, BotToken: "xoxb-test", TeamID: testTeam,
+		done <- Serve(ctx, RunConfig{SigningSecret: testSecret, BotToken: "xoxb-test", TeamID: testTeam,
 			Approvers: []string{"U1"}, SlackAPIURL: fs.srv.GetAPIURL()}, ans, ln)
 	}()
 
 	form := url.Values{"command": {"/keel"}, "text": {"stop keel-abc"}, "team_id": {testTeam}, "user_id": {"U1"},
 		"response_url": {fs.responseURL()}}.Encode()
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	req, err := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+SlackCommandsPath, strings.NewReader(form))
+	req, err := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+CommandsPath, strings.NewReader(form))
 	require.NoError(t, err)
 	req.Header.Set("X-Slack-Request-Timestamp", ts)
 	req.Header.Set("X-Slack-Signature", "v0="+hmacHex(testSecret, "v0:"+ts+":"+form))
@@ -51,6 +51,6 @@ func TestServeSlackBot(t *testing.T) {
 	// A refused configuration is an error, not a server that lets everyone in.
 	ln2, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	err = ServeSlackBot(context.Background(), BotConfig{SigningSecret: testSecret, BotToken: "x", TeamID: testTeam}, ans, ln2)
+	err = Serve(context.Background(), RunConfig{SigningSecret: testSecret, BotToken: "x", TeamID: testTeam}, ans, ln2)
 	assert.ErrorContains(t, err, "approver list is empty")
 }

@@ -1,4 +1,4 @@
-package escalation
+package slackbot
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
 )
 
@@ -33,7 +34,7 @@ func (d delivery) key() string { return answerKey(d.WorkflowID, d.EscalationID) 
 func answerKey(workflowID, escalationID string) string { return workflowID + "\x00" + escalationID }
 
 // handleInteraction serves button clicks and modal submissions.
-func (b *SlackBot) handleInteraction(w http.ResponseWriter, r *http.Request) {
+func (b *Bot) handleInteraction(w http.ResponseWriter, r *http.Request) {
 	form, ok := b.verified(w, r)
 	if !ok {
 		return
@@ -59,14 +60,14 @@ func (b *SlackBot) handleInteraction(w http.ResponseWriter, r *http.Request) {
 // onBlockAction handles a click on Retry, Edit or Abort, or on Approve or Deny. Retry, abort,
 // approve and deny claim the notice and become the answer; edit opens the modal and claims nothing
 // until the text is submitted.
-func (b *SlackBot) onBlockAction(w http.ResponseWriter, cb slack.InteractionCallback, redelivered bool) {
+func (b *Bot) onBlockAction(w http.ResponseWriter, cb slack.InteractionCallback, redelivered bool) {
 	act := keelAction(cb)
 	if act == nil {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	var v buttonValue
-	choice := strings.TrimPrefix(act.ActionID, slackActionPrefix)
+	var v escalation.SlackButton
+	choice := strings.TrimPrefix(act.ActionID, escalation.SlackActionPrefix)
 	if err := json.Unmarshal([]byte(act.Value), &v); err != nil || !validButton(choice, v) {
 		http.Error(w, "bad button", http.StatusBadRequest)
 		return
@@ -104,7 +105,7 @@ func (b *SlackBot) onBlockAction(w http.ResponseWriter, cb slack.InteractionCall
 
 // onViewSubmission turns the edit modal's text into an edit answer. Problems are shown in the
 // modal itself, next to the text field.
-func (b *SlackBot) onViewSubmission(w http.ResponseWriter, cb slack.InteractionCallback) {
+func (b *Bot) onViewSubmission(w http.ResponseWriter, cb slack.InteractionCallback) {
 	if cb.View.CallbackID != slackEditCallback {
 		w.WriteHeader(http.StatusOK)
 		return
@@ -134,7 +135,7 @@ func (b *SlackBot) onViewSubmission(w http.ResponseWriter, cb slack.InteractionC
 
 // deliver sends the answer and, once the session accepted it, edits the notice. An answer that
 // did not get through or was not accepted frees the escalation so someone can try again.
-func (b *SlackBot) deliver(ctx context.Context, d delivery) {
+func (b *Bot) deliver(ctx context.Context, d delivery) {
 	rec := d.Record
 	res, err := b.send(ctx, d)
 	if err != nil {
@@ -154,7 +155,7 @@ func (b *SlackBot) deliver(ctx context.Context, d delivery) {
 
 // send hands the answer to the session: an approve_call update for an approval, the answer
 // update otherwise.
-func (b *SlackBot) send(ctx context.Context, d delivery) (contract.AnswerResult, error) {
+func (b *Bot) send(ctx context.Context, d delivery) (contract.AnswerResult, error) {
 	rec := d.Record
 	if d.CallID != "" {
 		return b.cfg.Answerer.Approve(ctx, d.WorkflowID, contract.ApprovalDecision{
@@ -167,7 +168,7 @@ func (b *SlackBot) send(ctx context.Context, d delivery) (contract.AnswerResult,
 }
 
 // updateNotice rewrites the notice to show the answer, without buttons.
-func (b *SlackBot) updateNotice(ctx context.Context, d delivery, rec answerRecord) {
+func (b *Bot) updateNotice(ctx context.Context, d delivery, rec answerRecord) {
 	if d.Channel == "" || d.TS == "" {
 		return
 	}
@@ -183,7 +184,7 @@ func (b *SlackBot) updateNotice(ctx context.Context, d delivery, rec answerRecor
 
 // openEdit opens the edit modal; Slack's trigger ID is valid for 3 seconds, so this runs first
 // thing in the background.
-func (b *SlackBot) openEdit(ctx context.Context, triggerID string, meta editMeta, user string) {
+func (b *Bot) openEdit(ctx context.Context, triggerID string, meta editMeta, user string) {
 	if _, err := b.cfg.API.OpenViewContext(ctx, triggerID, editModal(meta)); err != nil {
 		b.cfg.Logger.Warn("opening slack edit modal", "escalation_id", meta.EscalationID, "error", err)
 		b.ephemeral(ctx, meta.Channel, user, "The edit form could not be opened; click Edit again.")
@@ -192,7 +193,7 @@ func (b *SlackBot) openEdit(ctx context.Context, triggerID string, meta editMeta
 
 // noteDuplicate tells a later clicker who answered first. A redelivery by Slack gets no note:
 // the person already saw the outcome of the first delivery.
-func (b *SlackBot) noteDuplicate(d delivery, user string, prev answerRecord, redelivered bool) {
+func (b *Bot) noteDuplicate(d delivery, user string, prev answerRecord, redelivered bool) {
 	if redelivered {
 		return
 	}
@@ -215,7 +216,7 @@ func slackMarkupFree(s string) string {
 // keelAction returns the first of Keel's buttons in a block_actions payload.
 func keelAction(cb slack.InteractionCallback) *slack.BlockAction {
 	for _, a := range cb.ActionCallback.BlockActions {
-		if strings.HasPrefix(a.ActionID, slackActionPrefix) {
+		if strings.HasPrefix(a.ActionID, escalation.SlackActionPrefix) {
 			return a
 		}
 	}
@@ -237,7 +238,7 @@ func verdict(action string) string {
 
 // validButton checks a button's value against its action: every button names the session and
 // the notice; Approve and Deny also name the call and its digest, or the update could not be sent.
-func validButton(choice string, v buttonValue) bool {
+func validButton(choice string, v escalation.SlackButton) bool {
 	if v.WorkflowID == "" || v.EscalationID == "" {
 		return false
 	}

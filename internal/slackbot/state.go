@@ -1,4 +1,4 @@
-package escalation
+package slackbot
 
 import (
 	"sync"
@@ -94,7 +94,7 @@ func (s *botState) replayed(sig string, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, at := range s.replays {
-		if now.Sub(at) > 2*MaxSlackSkew {
+		if now.Sub(at) > 2*MaxSkew {
 			delete(s.replays, k)
 		}
 	}

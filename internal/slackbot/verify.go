@@ -1,4 +1,4 @@
-package escalation
+package slackbot
 
 import (
 	"errors"
@@ -16,9 +16,9 @@ const (
 	slackRetryHeader     = "X-Slack-Retry-Num"
 )
 
-// MaxSlackSkew is how old (or how far ahead) a signed Slack request may be; older ones are
+// MaxSkew is how old (or how far ahead) a signed Slack request may be; older ones are
 // refused as possible replays, as Slack recommends.
-const MaxSlackSkew = 5 * time.Minute
+const MaxSkew = 5 * time.Minute
 
 // errStale and errBadSignature are the two reasons a request fails verification.
 var (
@@ -31,7 +31,7 @@ var (
 // SecretsVerifier, which compares in constant time.
 func verifySlack(secret string, h http.Header, body []byte, now time.Time) error {
 	sec, err := strconv.ParseInt(h.Get(slackTimestampHeader), 10, 64)
-	if err != nil || now.Sub(time.Unix(sec, 0)).Abs() > MaxSlackSkew {
+	if err != nil || now.Sub(time.Unix(sec, 0)).Abs() > MaxSkew {
 		return errStale
 	}
 	sv, err := slack.NewSecretsVerifier(h, secret)

@@ -1,0 +1,33 @@
+package contract
+
+import "time"
+
+// Defaults of settings whose zero value means "the default". The configuration's key table, the
+// tools, the gateway's backoff and the workflows' activity options all read them from here, since
+// contract is the one package all of them import; a default written once cannot drift.
+const (
+	// DefaultRetryBase and DefaultRetryCap bound the gateway's equal-jitter backoff (RetryConfig).
+	DefaultRetryBase = 400 * time.Millisecond
+	DefaultRetryCap  = 8 * time.Second
+	// DefaultCommandTimeout bounds one run_command call (ToolPolicy.CommandTimeout).
+	DefaultCommandTimeout = 60 * time.Second
+	// DefaultOutputCap is how many bytes of a command's output a tool result keeps.
+	DefaultOutputCap = 16 << 10
+)
+
+// ApprovalMode says which tool calls wait for a person's approval (ToolPolicy.Approval).
+type ApprovalMode string
+
+// The approval modes; the zero value is ApprovalNever.
+const (
+	ApprovalNever  ApprovalMode = "never"
+	ApprovalWrites ApprovalMode = "writes"
+	ApprovalAlways ApprovalMode = "always"
+)
+
+// ApprovalModes lists the approval modes, as the configuration offers them.
+var ApprovalModes = []string{string(ApprovalNever), string(ApprovalWrites), string(ApprovalAlways)}
+
+// ToolsUnknownErrorType is the ApplicationError type of a turn whose tools do not join (two tools
+// with one name): no retry of the turn can fix it.
+const ToolsUnknownErrorType = "ToolsUnknown"
