@@ -28,7 +28,7 @@ for line in sys.stdin:
         reply(id, {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
                    "serverInfo": {"name": "stub", "version": "1"}})
     elif method == "tools/list":
-        reply(id, {"tools": [{"name": "where", "description": "Say where the server runs.",
+        reply(id, {"tools": [{"name": "where", "description": "Say where the server runs.", "annotations": {"readOnlyHint": True},
                               "inputSchema": {"type": "object", "properties": {}}}]})
     elif method == "tools/call":
         reply(id, {"content": [{"type": "text", "text": "genuine server in " + os.getcwd()}]})
