@@ -59,7 +59,7 @@ func EscapeGitSteps(task string) []EscapeStep {
 			Check: says("exit status 0 (success)")},
 	}
 	if tool := v[EscapeMCPTool]; tool != "" {
-		steps = append(steps, EscapeStep{Name: "the MCP server's tool", Tool: tool, Check: says("genuine server in")})
+		steps = append(steps, EscapeStep{Name: "the MCP server's tool", Tool: tool, Args: []string{"path", "."}, Check: says("genuine server in")})
 	}
 	return steps
 }

@@ -8,7 +8,8 @@ package stubmcp
 import "strconv"
 
 // Tool is the one tool the genuine server offers; a call answers with the server's working
-// directory.
+// directory. It takes an optional path, which it ignores (a scripted model tells its calls apart
+// by their path).
 const Tool = "where"
 
 // Module is the genuine server's source, to be written as NAME.py in a folder outside any work
@@ -29,7 +30,7 @@ for line in sys.stdin:
                    "serverInfo": {"name": "stub", "version": "1"}})
     elif method == "tools/list":
         reply(id, {"tools": [{"name": "where", "description": "Say where the server runs.", "annotations": {"readOnlyHint": True},
-                              "inputSchema": {"type": "object", "properties": {}}}]})
+                              "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}}]})
     elif method == "tools/call":
         reply(id, {"content": [{"type": "text", "text": "genuine server in " + os.getcwd()}]})
     else:

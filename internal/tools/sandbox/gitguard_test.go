@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,4 +117,34 @@ func TestGitControlFilesReadOnly(t *testing.T) {
 			t.Errorf("store/config changed: %q", now)
 		}
 	})
+}
+
+// TestGitControlFilesFromWorkers checks the same binding from a root worker (an idmapped work
+// directory) and an unprivileged one (the work directory as it is), each its own process.
+func TestGitControlFilesFromWorkers(t *testing.T) {
+	for _, w := range workers(t) {
+		t.Run(w.name, func(t *testing.T) {
+			dir := gitRepo(t)
+			owned := ownedDir(t, w.uid)
+			if out, err := exec.Command("cp", "-a", dir+"/.", owned).CombinedOutput(); err != nil {
+				t.Fatalf("copying the repository: %v %s", err, out)
+			}
+			if out, err := exec.Command("chown", "-R", fmt.Sprintf("%d:%d", w.uid, w.uid), owned).CombinedOutput(); err != nil {
+				t.Fatalf("chown: %v %s", err, out)
+			}
+			config, _ := os.ReadFile(filepath.Join(owned, ".git", "config"))
+			r := w.run(t, owned, "", "sh", "-c", `printf '[alias]\n\tst = !x\n' >> .git/config; mv .git .g; mkdir -p .git/info && echo x > .git/info/exclude; echo ok > file`)
+			if now, _ := os.ReadFile(filepath.Join(owned, ".git", "config")); string(now) != string(config) {
+				t.Errorf(".git/config changed: %q (output %q)", now, r.Out)
+			}
+			for _, p := range []string{".git/info", ".g"} {
+				if _, err := os.Lstat(filepath.Join(owned, p)); err == nil {
+					t.Errorf("%s exists after the command", p)
+				}
+			}
+			if data, err := os.ReadFile(filepath.Join(owned, "file")); err != nil || string(data) != "ok\n" {
+				t.Errorf("the command could not write the work tree: %q %v (output %q)", data, err, r.Out)
+			}
+		})
+	}
 }
