@@ -118,9 +118,12 @@ func TestEscapeAfterSandbox(t *testing.T) {
 	}
 
 	// The host user types git in the work directory.
-	hostGit(t, ws, "status")
-	hostGit(t, ws, "-c", "user.name=u", "-c", "user.email=u@example.com", "commit", "-q", "--allow-empty", "-m", "by the user")
-	if out, err := exec.Command("git", "-C", ws, "st").CombinedOutput(); err == nil {
+	for _, args := range [][]string{{"status"}, {"commit", "-q", "--allow-empty", "-m", "by the user"}} {
+		if out, err := userGit(ws, args...); err != nil {
+			t.Errorf("git %v as the host user: %v\n%s", args, err, out)
+		}
+	}
+	if out, err := userGit(ws, "st"); err == nil {
 		t.Errorf("git st ran as an alias: %s", out)
 	}
 	if err := exec.Command("git", "-C", ws, "check-ignore", "-q", fakegw.EscapeGitHidden).Run(); err == nil {
@@ -143,14 +146,19 @@ func TestEscapeAfterSandbox(t *testing.T) {
 	}
 }
 
-// hostGit runs git in dir as the test's user, as the user of the machine would.
+// hostGit runs git in dir as the test's user and fails the test if git fails.
 func hostGit(t *testing.T, dir string, args ...string) {
 	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=u", "GIT_AUTHOR_EMAIL=u@example.com", "GIT_COMMITTER_NAME=u", "GIT_COMMITTER_EMAIL=u@example.com")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := userGit(dir, args...); err != nil {
 		t.Fatalf("git %v: %v\n%s", args, err, out)
 	}
+}
+
+// userGit runs git in dir as the test's user, as the user of the machine would.
+func userGit(dir string, args ...string) ([]byte, error) {
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=u", "GIT_AUTHOR_EMAIL=u@example.com", "GIT_COMMITTER_NAME=u", "GIT_COMMITTER_EMAIL=u@example.com")
+	return cmd.CombinedOutput()
 }
 
 // TestRunDevShowsWeakerSandbox: `starter run --dev` on a machine where commands get no cgroup (the

@@ -46,7 +46,7 @@ func EscapeGitSteps(task string) []EscapeStep {
 			Check: readOnly},
 		{Name: "hooks moved aside", Command: fmt.Sprintf(`sh -c 'mv .git/hooks .git/old-hooks || rm -rf .git/hooks; mkdir -p .git/hooks && printf "#!/bin/sh\ntouch %s/hook\n" > .git/hooks/post-commit && chmod +x .git/hooks/post-commit'`, c),
 			Check: failed},
-		{Name: "git folder moved aside", Command: fmt.Sprintf(`sh -c 'mv .git .git-old && mkdir -p .git/hooks && printf "#!/bin/sh\ntouch %s/hook\n" > .git/hooks/pre-commit'`, c),
+		{Name: "git folder swapped for a copy", Command: fmt.Sprintf(`sh -c 'cp -a .git .git-new && printf "#!/bin/sh\ntouch %s/swapped\n" > .git-new/hooks/pre-commit && chmod +x .git-new/hooks/pre-commit && mv .git .git-old && mv .git-new .git'`, c),
 			Check: failed},
 		{Name: "a link to .git/config", Command: "ln -s .git/config cfg", Check: says("exit status 0")},
 		{Name: "write_file through the link", Tool: "write_file", Args: []string{"path", "cfg", "content", config}, Check: fileRefusal},
