@@ -131,7 +131,8 @@ type gitEntry struct {
 	gid    int
 }
 
-const missing = fs.ModeIrregular
+// gitMissing is the kind of a protected path that did not exist.
+const gitMissing = fs.ModeIrregular
 
 // gitGuard is what a command's sandbox protects of its work directory's repository.
 type gitGuard struct {
@@ -183,7 +184,7 @@ func owner(info fs.FileInfo) (uid, gid int) {
 
 // note records one path and what the sandbox binds over it.
 func (g *gitGuard) note(p string) {
-	e := gitEntry{path: p, kind: missing}
+	e := gitEntry{path: p, kind: gitMissing}
 	info, err := os.Lstat(p)
 	if err == nil {
 		e.kind = info.Mode().Type()
@@ -219,7 +220,7 @@ func (g *gitGuard) restore() []string {
 	for _, e := range g.entries {
 		info, err := os.Lstat(e.path)
 		switch {
-		case e.kind == missing && err == nil:
+		case e.kind == gitMissing && err == nil:
 			if info.IsDir() && slices.Contains(GitDirs(g.root), e.path) {
 				continue // a new git folder: its control entries are removed below
 			}
