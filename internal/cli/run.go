@@ -18,6 +18,7 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/devstack"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
+	"github.com/keelrun/keel/internal/tools/sandbox"
 )
 
 func runCmd(g *globals) *cobra.Command {
@@ -186,6 +187,11 @@ func startDevWorker(ctx context.Context, g *globals, cfg config.Config) (func(),
 		c.Close()
 		stack.Close()
 		return nil, err
+	}
+	if cfg.Sandbox != nil && !sandbox.Bounded() {
+		// A worker of its own logs this line when it starts; the operator of the in-process
+		// worker sees no worker log, so it is shown here.
+		fmt.Fprintf(g.stderr, "keel: warning: %s\n", sandbox.Enforcement())
 	}
 	return func() { stop(); c.Close(); stack.Close() }, nil
 }

@@ -187,6 +187,7 @@ type MCPServer struct {
 	Command []string `json:"command,omitempty" mapstructure:"command"`
 	URL     string   `json:"url,omitempty" mapstructure:"url"`
 	Env     []string `json:"env,omitempty" mapstructure:"env"`
+	Dir     string   `json:"dir,omitempty" mapstructure:"dir"`
 }
 
 // Store configures the transcript store.

@@ -175,6 +175,9 @@ func (d *decoder) finish(t *draft, prog Program) {
 		if s.Name == "" || (len(s.Command) == 0) == (s.URL == "") {
 			d.fail(MCPServers, fmt.Sprintf("server %q needs a name and exactly one of command or url", s.Name))
 		}
+		if s.Dir != "" && (len(s.Command) == 0 || !filepath.IsAbs(s.Dir)) {
+			d.fail(MCPServers, fmt.Sprintf("server %q: dir is the working directory of a server started by command, and must be an absolute path", s.Name))
+		}
 	}
 	if c.Gateway.Model == "" {
 		c.Gateway.Model = contract.DefaultModel(c.Gateway.Provider)

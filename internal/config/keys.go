@@ -564,7 +564,8 @@ var settings = []Setting{
 		Doc: "key of the HMAC-SHA256 signature header", into: func(d *draft) any { return &d.Escalation.Webhook.Secret }},
 
 	{Name: MCPServers, Kind: Object, Default: []any{}, Shape: "a list of {name, command: [...]} or {name, url}", ReadBy: Worker,
-		Doc:  "MCP servers whose tools sessions get: `{name, command: [...], env: [...]}` (stdio) or `{name, url}` (streamable HTTP)",
+		Doc: "MCP servers whose tools sessions get: `{name, command: [...], env: [...], dir}` (stdio; `dir`, absolute, is its working directory, " +
+			"else an empty folder of the worker's) or `{name, url}` (streamable HTTP)",
 		Hint: "e.g. [{name: docs, command: [docs-mcp, --stdio]}, {name: search, url: http://127.0.0.1:8931/mcp}]",
 		into: func(d *draft) any { return &d.MCP }},
 	{Name: MetricsAddress, Default: "", ReadBy: Worker,

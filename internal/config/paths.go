@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -145,10 +146,49 @@ func (c Config) CheckWorkdir(dir string) error {
 			"work in a directory that does not contain it, or set %s to a folder outside the work directory",
 			shown(dir), g.what, shown(g.path), g.key, g.key)
 	}
+	for _, s := range c.MCP {
+		if err := s.checkOutside(dir, wd); err != nil {
+			return err
+		}
+	}
 	if c.Sandbox != nil && c.Sandbox.CacheDir != "" && within(wd, resolved(c.Sandbox.CacheDir)) {
 		return fmt.Errorf("tools.sandbox_cache %s is the work directory %s or a folder above it, so commands would see it and "+
 			"everything beside it at /cache; set tools.sandbox_cache to a folder of its own outside the work directory",
 			shown(c.Sandbox.CacheDir), shown(dir))
+	}
+	return nil
+}
+
+// checkOutside refuses a work directory (dir, resolved wd) that holds what the worker runs for a
+// stdio MCP server: its working directory, its program as the worker finds it, or a file an
+// argument names by path. The model could change them there, and the worker would run the
+// result on the host, outside any sandbox.
+func (s MCPServer) checkOutside(dir, wd string) error {
+	if len(s.Command) == 0 {
+		return nil
+	}
+	refuse := func(what, p string) error {
+		return fmt.Errorf("%s: the MCP server %q's %s %s is inside the work directory %s, where the model can change it and the worker would run it; "+
+			"set its %s in %s to a path outside the work directory, or work in another directory",
+			MCPServers, s.Name, what, shown(p), shown(dir), what, MCPServers)
+	}
+	if s.Dir != "" && within(resolved(s.Dir), wd) {
+		return refuse("dir", s.Dir)
+	}
+	if p, err := exec.LookPath(s.Command[0]); err == nil && within(resolved(p), wd) {
+		return refuse("command", p)
+	}
+	for _, arg := range s.Command[1:] {
+		if !strings.ContainsRune(arg, filepath.Separator) {
+			continue
+		}
+		p := arg
+		if !filepath.IsAbs(p) && s.Dir != "" {
+			p = filepath.Join(s.Dir, p)
+		}
+		if _, err := os.Stat(p); err == nil && within(resolved(p), wd) {
+			return refuse("command", p)
+		}
 	}
 	return nil
 }

@@ -257,3 +257,49 @@ func TestSandboxCache(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckWorkdirMCP refuses a work directory that holds what the worker runs for a stdio MCP
+// server, naming mcp.servers, and accepts one that does not.
+func TestCheckWorkdirMCP(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	work, other := filepath.Join(base, "work"), filepath.Join(base, "other")
+	for _, d := range []string{filepath.Join(work, "tools"), other} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{filepath.Join(work, "srv"), filepath.Join(work, "tools", "server.py"), filepath.Join(other, "srv")} {
+		if err := os.WriteFile(f, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(work)
+	cases := []struct {
+		name   string
+		server MCPServer
+		err    string
+	}{
+		{"program inside", MCPServer{Name: "a", Command: []string{filepath.Join(work, "srv")}}, `mcp.servers: the MCP server "a"'s command`},
+		{"relative program inside", MCPServer{Name: "b", Command: []string{"./srv"}}, `the MCP server "b"'s command ./srv is inside the work directory`},
+		{"script inside", MCPServer{Name: "c", Command: []string{"python3", filepath.Join(work, "tools", "server.py")}}, `"c"'s command`},
+		{"script relative to dir", MCPServer{Name: "d", Command: []string{"python3", "tools/server.py"}, Dir: work}, `"d"'s dir`},
+		{"dir inside", MCPServer{Name: "e", Command: []string{"python3", "-m", "srv"}, Dir: filepath.Join(work, "tools")}, `"e"'s dir`},
+		{"module, no dir", MCPServer{Name: "f", Command: []string{"python3", "-m", "srv"}}, ""},
+		{"program elsewhere", MCPServer{Name: "g", Command: []string{filepath.Join(other, "srv")}, Dir: other}, ""},
+		{"a url", MCPServer{Name: "h", URL: "http://127.0.0.1:1/mcp"}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := Config{MCP: []MCPServer{c.server}}.CheckWorkdir(work)
+			switch {
+			case c.err == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "set its")):
+				t.Fatalf("got %v, want a refusal containing %q", err, c.err)
+			}
+		})
+	}
+}

@@ -53,7 +53,27 @@ func (b *Box) runSandboxed(ctx context.Context, root string, words []string, tim
 	o := outcome{known: ok, code: rep.Code, signal: syscall.Signal(rep.Signal), leftovers: rep.Leftovers}
 	text := out.String()
 	o.limit = limitHit(sc.Limits(), rep, o, text)
-	return commandResult(reason, o, timeout, limited, text)
+	res := commandResult(reason, o, timeout, limited, text)
+	if note := gitUndoneNote(rep.GitUndone); note != "" {
+		head, tail, _ := strings.Cut(res.Content, "\n\n")
+		res.Content = head + " " + note + "\n\n" + tail
+	}
+	return res
+}
+
+// gitUndoneNote tells the model what the worker undid of the command's changes to git's control
+// files, and what it may do with the repository instead; "" when nothing was undone.
+func gitUndoneNote(paths []string) string {
+	if len(paths) == 0 {
+		return ""
+	}
+	quoted := make([]string, len(paths))
+	for i, p := range paths {
+		quoted[i] = fmt.Sprintf("%q", p)
+	}
+	return fmt.Sprintf("Git's control files are read-only to commands (git runs them as the user on the host), so what the command did to %s "+
+		"was undone once it ended. Change the repository with git commands that write objects and refs (git add, git commit, git checkout); "+
+		"its configuration, hooks and info folder stay as the user set them.", strings.Join(quoted, ", "))
 }
 
 // waitSandboxed waits for the sandbox's init to end. On a timeout or cancellation it asks the init

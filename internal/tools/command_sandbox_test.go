@@ -202,3 +202,22 @@ func TestSandboxFailureReachesTheOperator(t *testing.T) {
 		t.Fatalf("the operator heard %v, want one error naming the cache folder", heard)
 	}
 }
+
+// TestSandboxedGitNote checks that a command that creates one of git's control files is told that
+// it was undone, and what to do instead, and that the file is gone.
+func TestSandboxedGitNote(t *testing.T) {
+	b := sandboxBox(t)
+	if err := os.MkdirAll(filepath.Join(b.Root, ".git", "refs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b.Root, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := call(t, b, "run_command", map[string]any{"command": `sh -c 'mkdir .git/hooks && echo touch /tmp/x > .git/hooks/pre-commit'`})
+	if res.IsError || !strings.Contains(res.Content, `what the command did to ".git/hooks" was undone`) || !strings.Contains(res.Content, "git commit") {
+		t.Fatalf("result %+v", res)
+	}
+	if _, err := os.Lstat(filepath.Join(b.Root, ".git", "hooks")); err == nil {
+		t.Fatal(".git/hooks is still there")
+	}
+}

@@ -210,3 +210,64 @@ func TestRunRefusals(t *testing.T) {
 		t.Fatalf("missing root: %+v", res)
 	}
 }
+
+// TestFileToolsLeaveGitAlone tries every way a file tool could write into git's own folder: plain
+// paths, ./ and .. detours, another case, a link to a control file, a git folder a .git file
+// names. Each is refused, the result says nothing changed and what to do instead, and nothing
+// changes.
+func TestFileToolsLeaveGitAlone(t *testing.T) {
+	b, _ := newBox(t)
+	root := b.Root
+	for _, d := range []string{".git/hooks", ".GIT", "store", "sub/mod"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, content := range map[string]string{
+		".git/config": "[core]\n", ".git/HEAD": "ref: refs/heads/main\n", "store/HEAD": "ref: refs/heads/main\n",
+		"store/config": "[core]\n", "sub/mod/.git": "gitdir: ../../store\n",
+	} {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(".git/config", filepath.Join(root, "cfg")); err != nil {
+		t.Fatal(err)
+	}
+	hook := "#!/bin/sh\ntouch /tmp/canary\n"
+	tests := []struct {
+		tool string
+		args map[string]any
+	}{
+		{"write_file", map[string]any{"path": ".git/config", "content": "[core]\n\tfsmonitor = touch /tmp/canary\n"}},
+		{"write_file", map[string]any{"path": ".git/hooks/pre-commit", "content": hook}},
+		{"write_file", map[string]any{"path": "./.git/info/exclude", "content": "evil.go\n"}},
+		{"write_file", map[string]any{"path": "sub/../.git/hooks/post-checkout", "content": hook}},
+		{"write_file", map[string]any{"path": ".GIT/config", "content": "[alias]\n"}},
+		{"write_file", map[string]any{"path": "cfg", "content": "[alias]\n\tst = !touch /tmp/canary\n"}},
+		{"write_file", map[string]any{"path": "sub/mod/.git", "content": "gitdir: ../../evil\n"}},
+		{"write_file", map[string]any{"path": filepath.Join(root, ".git", "commondir"), "content": "../evil\n"}},
+		{"edit_file", map[string]any{"path": ".git/config", "old": "[core]", "new": "[core]\n\tfsmonitor = touch /tmp/canary"}},
+		{"edit_file", map[string]any{"path": "cfg", "old": "[core]", "new": "[alias]"}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.tool, " ", tt.args["path"]), func(t *testing.T) {
+			before := snapshot(t, root)
+			res := call(t, b, tt.tool, tt.args)
+			assertUnchanged(t, before, snapshot(t, root))
+			if !res.IsError || res.Changed || !strings.Contains(res.Content, "read-only to the model") ||
+				!strings.Contains(res.Content, "nothing changed") || !strings.Contains(res.Content, "git commit") {
+				t.Fatalf("result %+v, want a refusal that says nothing changed and what to do instead", res)
+			}
+		})
+	}
+	t.Run("store is a git folder only through .git", func(t *testing.T) {
+		if err := os.WriteFile(filepath.Join(root, ".git"), []byte("gitdir: store\n"), 0o644); err == nil {
+			t.Fatal("wrote .git over a folder")
+		}
+		res := call(t, b, "write_file", map[string]any{"path": "notes.txt", "content": "fine\n"})
+		if res.IsError {
+			t.Fatalf("an ordinary write was refused: %+v", res)
+		}
+	})
+}

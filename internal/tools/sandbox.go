@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/keelrun/keel/internal/tools/sandbox"
 )
 
 // place is a path resolved inside the work directory: abs is where the tool operates (symbolic
@@ -76,6 +78,35 @@ func deepestExisting(path string) (existing, rest string, err error) {
 		rest = filepath.Join(filepath.Base(cur), rest)
 		cur = parent
 	}
+}
+
+// gitControlled reports whether abs (a path resolve returned) is in one of git's own folders in
+// root, or is a .git entry itself: a .git component at any depth (any case), or inside a git
+// folder a .git file or link names (sandbox.GitDirs). The file tools write none of it, because
+// git runs what some of those files say as whoever types git on the host; commands change the
+// repository through git itself, and the sandbox keeps its control files read-only.
+func gitControlled(root, abs string) bool {
+	if rel, err := filepath.Rel(root, abs); err == nil {
+		for _, part := range strings.Split(filepath.ToSlash(rel), "/") {
+			if strings.EqualFold(part, ".git") {
+				return true
+			}
+		}
+	}
+	for _, d := range sandbox.GitDirs(root) {
+		if within(d, abs) {
+			return true
+		}
+	}
+	return false
+}
+
+// gitRefusal tells the model that tool did not write rel, which is in git's own folder, and what
+// to do instead.
+func gitRefusal(tool, rel string) string {
+	return fmt.Sprintf("%q is in git's own folder, which is read-only to the model (git runs the configuration and hooks kept there "+
+		"as the user on the host), so %s did not write it; nothing changed. Use git commands in run_command to change the repository "+
+		"(git add, git commit, git checkout), and edit the files of the work tree instead.", rel, tool)
 }
 
 // within reports whether path is root or below it.

@@ -25,6 +25,9 @@ func writeFile(root, p, content string) contract.ToolResult {
 	if pl.rel == "." {
 		return refused("The path names the work directory itself, not a file; nothing changed. Send a file name such as \"calc.go\".")
 	}
+	if gitControlled(root, pl.abs) {
+		return refused(gitRefusal(toolspec.WriteFile, pl.rel))
+	}
 	info, err := os.Lstat(pl.abs) // not Stat: a pipe or a device here is refused, never followed
 	existed := err == nil
 	switch {
@@ -121,6 +124,9 @@ func editFile(root, p, old, repl string) contract.ToolResult {
 	pl, refusal := resolve(root, p)
 	if refusal != "" {
 		return refused(refusal)
+	}
+	if gitControlled(root, pl.abs) {
+		return refused(gitRefusal(toolspec.EditFile, pl.rel))
 	}
 	unreadable := fmt.Sprintf("The file %q cannot be read; nothing changed. Choose another file or continue without it.", pl.rel)
 	f, info, err := openPlain(pl.abs)

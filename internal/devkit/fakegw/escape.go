@@ -115,7 +115,10 @@ func escapeReply(t transcript, ex []exchange, mode string) reply {
 		calls = append(calls, toolCall("run_command", "command", EscapeHoldCommand))
 	}
 	steps := EscapeSteps(task)
-	if mode != ModeEscape && mode != ModeEscapeHold {
+	switch {
+	case mode == ModeEscapeGit:
+		steps = EscapeGitSteps(task)
+	case mode != ModeEscape && mode != ModeEscapeHold:
 		steps = EscapeClassSteps(mode, task)
 	}
 	for _, s := range steps {

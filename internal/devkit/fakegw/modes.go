@@ -80,6 +80,9 @@ const (
 	ModeEscapeLimits      = "escape_limits"
 	ModeEscapeFileTools   = "escape_file_tools"
 	ModeEscapeClasses     = "escape_classes"
+	// ModeEscapeGit is a hostile model that leaves what git on the host would run: git's
+	// configuration, hooks, an exclude entry and a commondir pointer (EscapeGitSteps).
+	ModeEscapeGit = "escape_git"
 	// ModePrimaryDown answers every request for any model but FallbackModel with 503, on every
 	// call of the conversation: the primary is down, and only a fallback (gateway.fallbacks) can
 	// answer. `starter demo --inject primary_down` configures FallbackModel as the fallback.
@@ -149,6 +152,7 @@ var ModeTable = []ModeInfo{
 	{ModeEscapeLimits, "a hostile model runs a fork loop for 10 s and touches 3 GiB of shared memory (bounded only where a cgroup is)"},
 	{ModeEscapeFileTools, "a hostile model turns the file tools on a 200 MiB file and a named pipe"},
 	{ModeEscapeClasses, "every escape class above in one session"},
+	{ModeEscapeGit, "a hostile model writes git's configuration, hooks and exclude entries for git on the host to run"},
 	{ModePrimaryDown, "the primary model answers 503 on every call; the fallback model (gateway.fallbacks) answers"},
 	{ModeUsageLimit, "the first model call gets 429 with Retry-After: 7200 once: a usage limit the session waits out on a timer (or escalates, when the reset is after its deadline)"},
 }

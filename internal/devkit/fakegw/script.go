@@ -116,7 +116,7 @@ func decide(mode string, t transcript) reply {
 		return badArgsReply(t, ex)
 	case ModeBreaker:
 		return breakerReply(ex)
-	case ModeEscape, ModeEscapeHold:
+	case ModeEscape, ModeEscapeHold, ModeEscapeGit:
 		return escapeReply(t, ex, mode)
 	case ModeCommands:
 		return commandsReply(t, ex)

@@ -8,6 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -15,12 +18,16 @@ import (
 
 // ServerConfig names one MCP server and says how to reach it: Command (program and arguments,
 // spoken to over stdio) or URL (streamable HTTP). Env adds KEY=VALUE pairs to a stdio server's
-// environment, which otherwise holds only a few harmless variables of the worker's.
+// environment, which otherwise holds only a few harmless variables of the worker's. Dir is the
+// stdio server's working directory; empty, it is an empty folder of the worker's own, never the
+// worker's working directory, which may be a session's work directory: `python3 -m NAME` and
+// `npx` look for what they run in the working directory first, where a model could have put it.
 type ServerConfig struct {
 	Name    string   `json:"name" mapstructure:"name"`
 	Command []string `json:"command,omitempty" mapstructure:"command"`
 	URL     string   `json:"url,omitempty" mapstructure:"url"`
 	Env     []string `json:"env,omitempty" mapstructure:"env"`
+	Dir     string   `json:"dir,omitempty" mapstructure:"dir"`
 }
 
 // Manager holds the connections to the configured MCP servers. Connections are opened on first
@@ -30,6 +37,7 @@ type Manager struct {
 	client  *sdk.Client
 	servers []*server
 	closing sync.WaitGroup
+	home    *homeDir
 
 	mu     sync.Mutex
 	names  map[string]map[string]toolInfo // server name -> exposed tool name -> tool
@@ -48,11 +56,50 @@ func NewManager(servers []ServerConfig) *Manager {
 	m := &Manager{
 		client: sdk.NewClient(&sdk.Implementation{Name: "keel", Version: "1"}, nil),
 		names:  map[string]map[string]toolInfo{},
+		home:   &homeDir{},
 	}
 	for _, cfg := range servers {
-		m.servers = append(m.servers, newServer(cfg))
+		if len(cfg.Command) > 0 && strings.ContainsRune(cfg.Command[0], filepath.Separator) && !filepath.IsAbs(cfg.Command[0]) {
+			// A relative program is the worker's, found from its working directory, as before
+			// the server got a directory of its own.
+			if abs, err := filepath.Abs(cfg.Command[0]); err == nil {
+				cfg.Command = append([]string{abs}, cfg.Command[1:]...)
+			}
+		}
+		m.servers = append(m.servers, newServer(cfg, m.home))
 	}
 	return m
+}
+
+// homeDir is the empty folder of the worker's own where stdio servers without a configured Dir
+// start, made on first use and removed by Close.
+type homeDir struct {
+	mu   sync.Mutex
+	path string
+}
+
+// get makes the folder the first time and returns it.
+func (h *homeDir) get() (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.path == "" {
+		dir, err := os.MkdirTemp("", "keel-mcp-")
+		if err != nil {
+			return "", fmt.Errorf("creating the MCP servers' working directory: %w", err)
+		}
+		h.path = dir
+	}
+	return h.path, nil
+}
+
+// remove removes the folder, if it was made.
+func (h *homeDir) remove() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.path != "" {
+		_ = os.RemoveAll(h.path)
+		h.path = ""
+	}
 }
 
 // Servers returns the configured server names, in configuration order.
@@ -111,5 +158,6 @@ func (m *Manager) Close() error {
 		}
 	}
 	m.closing.Wait()
+	m.home.remove()
 	return errors.Join(errs...)
 }

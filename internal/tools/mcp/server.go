@@ -21,7 +21,8 @@ const terminateWait = 2 * time.Second
 
 // server is one configured MCP server and its connection, if one is open.
 type server struct {
-	cfg ServerConfig
+	cfg  ServerConfig
+	home *homeDir
 	// lock serialises connecting; it is a channel so a caller can give up waiting when its
 	// context ends.
 	lock chan struct{}
@@ -31,8 +32,8 @@ type server struct {
 	dead    chan struct{} // closed when current's connection ends
 }
 
-func newServer(cfg ServerConfig) *server {
-	return &server{cfg: cfg, lock: make(chan struct{}, 1)}
+func newServer(cfg ServerConfig, home *homeDir) *server {
+	return &server{cfg: cfg, home: home, lock: make(chan struct{}, 1)}
 }
 
 // session returns the open session, or connects a new one when there is none or it has died.
@@ -120,7 +121,15 @@ func (s *server) transport() (sdk.Transport, *tailBuffer, error) {
 	case len(s.cfg.Command) > 0 && s.cfg.URL != "":
 		return nil, nil, fmt.Errorf("MCP server %s has both a command and a URL; configure one", s.cfg.Name)
 	case len(s.cfg.Command) > 0:
+		dir := s.cfg.Dir
+		if dir == "" {
+			var err error
+			if dir, err = s.home.get(); err != nil {
+				return nil, nil, err
+			}
+		}
 		cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...)
+		cmd.Dir = dir
 		cmd.Env = serverEnv(os.Environ(), s.cfg.Env)
 		tail := &tailBuffer{}
 		cmd.Stderr = tail

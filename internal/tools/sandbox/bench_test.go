@@ -5,6 +5,7 @@ package sandbox
 import (
 	"io"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -12,7 +13,9 @@ import (
 
 // BenchmarkTrue measures what the sandbox costs per command, `true` outside and inside, as p50
 // and p99 in milliseconds, with this small test binary as the init; BenchmarkSandboxTrue in
-// internal/devkit/bench measures it with all the worker's packages linked.
+// internal/devkit/bench measures it with all the worker's packages linked. "inside a repository"
+// runs it in a work directory that holds a git repository, whose control files every command
+// binds read-only and looks at again afterwards.
 //
 //	go test ./internal/tools/sandbox -run '^$' -bench True -benchtime 300x
 func BenchmarkTrue(b *testing.B) {
@@ -24,6 +27,18 @@ func BenchmarkTrue(b *testing.B) {
 			return err
 		})
 	})
+	repo := b.TempDir()
+	if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
+		b.Fatalf("git init: %v\n%s", err, out)
+	}
+	if repo, err := filepath.EvalSymlinks(repo); err == nil {
+		b.Run("inside a repository", func(b *testing.B) {
+			percentiles(b, func() error {
+				_, err := Run(Config{}, repo, []string{"true"}, testEnv, io.Discard)
+				return err
+			})
+		})
+	}
 }
 
 // percentiles runs f b.N times and reports the p50 and p99 of its duration.

@@ -99,6 +99,11 @@ func Enforcement() string {
 	return line
 }
 
+// Bounded reports whether each command gets a cgroup of its own on this machine, which bounds its
+// memory (shared memory and /tmp included) and its processes as a whole. Without one the sandbox
+// runs in the weaker mode Enforcement describes, which the operator should be shown.
+func Bounded() bool { return limitsHere().mode != cgroupNone }
+
 // detectLimits sizes the process budget and picks the cgroup mode, trying one cgroup for real.
 func detectLimits() *hostLimits {
 	h := &hostLimits{mode: cgroupNone}

@@ -7,3 +7,6 @@ func Enforcement() string { return "sandbox limits: none, there is no sandbox ou
 
 // Limits are empty outside Linux.
 func (c *Cmd) Limits() Limits { return Limits{} }
+
+// Bounded reports whether commands get a cgroup of their own: never outside Linux.
+func Bounded() bool { return false }

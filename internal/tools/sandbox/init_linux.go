@@ -483,6 +483,16 @@ func setup(s spec) error {
 			return err
 		}
 	}
+	for _, p := range s.Pins {
+		if err := bindOver(stage, p, false); err != nil {
+			return err
+		}
+	}
+	for _, p := range s.Locks {
+		if err := bindOver(stage, p, true); err != nil {
+			return err
+		}
+	}
 	if err := pivot(stage); err != nil {
 		return err
 	}
@@ -625,6 +635,29 @@ func place(stage string, t tree) error {
 		return fmt.Errorf("attaching %s: %w", t.target, err)
 	}
 	unix.Close(t.fd)
+	return nil
+}
+
+// bindOver binds a path of the work directory over itself, read-only when ro, so that it cannot
+// be renamed or removed (it is a mount point) and, read-only, not changed either. Neither the
+// path nor the place it is bound at is followed if it is a symbolic link.
+func bindOver(stage, p string, ro bool) error {
+	at := filepath.Join(stage, p)
+	fd, err := unix.OpenTree(unix.AT_FDCWD, at, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_SYMLINK_NOFOLLOW)
+	if err != nil {
+		return fmt.Errorf("protecting %s: %w", p, err)
+	}
+	defer unix.Close(fd)
+	set := uint64(unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV)
+	if ro {
+		set |= unix.MOUNT_ATTR_RDONLY
+	}
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: set}); err != nil {
+		return fmt.Errorf("protecting %s: %w", p, err)
+	}
+	if err := unix.MoveMount(fd, "", unix.AT_FDCWD, at, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("protecting %s: %w", p, err)
+	}
 	return nil
 }
 

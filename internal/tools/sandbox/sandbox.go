@@ -109,6 +109,10 @@ type Report struct {
 	// where there is one.
 	OutOfMemory  bool `json:"-"`
 	ProcessLimit bool `json:"-"`
+	// GitUndone lists what the worker undid, once the command had ended, of what the command did
+	// to git's control files (see GitControl) that the sandbox could not bind read-only: paths
+	// relative to the work directory that the command created or whose link it replaced.
+	GitUndone []string `json:"-"`
 }
 
 // Problems the init reports instead of starting the command.
@@ -140,6 +144,11 @@ type spec struct {
 	TmpBytes int64    `json:"tmp_bytes"`
 	// Nonce is a secret of this command's, which the init returns with its report.
 	Nonce string `json:"nonce"`
+	// Pins are folders of the work directory bound over themselves, so that they cannot be
+	// renamed; Locks are paths bound read-only over themselves (see gitGuard), placed after the
+	// pins.
+	Pins  []string `json:"pins,omitempty"`
+	Locks []string `json:"locks,omitempty"`
 }
 
 // signedReport is what the init writes on the report pipe: the report and the spec's nonce, so

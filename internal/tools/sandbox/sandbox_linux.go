@@ -47,6 +47,7 @@ type Cmd struct {
 	grace   time.Duration
 	stop    sync.Once
 	lease   *lease
+	git     *gitGuard
 }
 
 // Command prepares args to run in a sandbox whose work directory is workdir (an absolute,
@@ -84,6 +85,10 @@ func command(cfg Config, s spec) (*Cmd, error) {
 	c.specW, c.reportR = specW, reportR
 	c.child = []*os.File{specR, reportW}
 	s.Links, s.Mounts = systemView()
+	if !s.Probe {
+		c.git = guardGit(s.Workdir)
+		s.Pins, s.Locks = c.git.pins, c.git.locks
+	}
 	rw := []struct{ src, dst string }{{s.Workdir, s.Workdir}}
 	if cfg.CacheDir != "" {
 		if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
@@ -172,6 +177,7 @@ func (c *Cmd) Report() (rep Report, ok bool) {
 	c.Stop()
 	defer c.reportR.Close()
 	defer c.finish(&rep, &ok)
+	defer c.restoreGit(&rep)
 	dec := json.NewDecoder(io.LimitReader(c.reportR, 1<<16))
 	for {
 		var sr signedReport
@@ -181,6 +187,16 @@ func (c *Cmd) Report() (rep Report, ok bool) {
 		if subtle.ConstantTimeCompare([]byte(sr.Nonce), []byte(c.nonce)) == 1 {
 			return sr.Report, true
 		}
+	}
+}
+
+// restoreGit undoes what the command did to git's control files that the sandbox could not bind
+// read-only. Report calls it once the init has been waited for: the init's end ended its PID
+// namespace, so nothing of the command can change the work directory any more.
+func (c *Cmd) restoreGit(rep *Report) {
+	if c.git != nil {
+		rep.GitUndone = c.git.restore()
+		c.git = nil
 	}
 }
 
