@@ -131,6 +131,7 @@ var ModeTable = []ModeInfo{
 	{ModeEscapeLimits, "a hostile model runs a fork loop for 10 s and touches 3 GiB of shared memory (bounded only where a cgroup is)"},
 	{ModeEscapeFileTools, "a hostile model turns the file tools on a 200 MiB file and a named pipe"},
 	{ModeEscapeClasses, "every escape class above in one session"},
+	{ModeHostileText, "a hostile model prints escape sequences, C1 controls and lines like Keel's, and asks to run a 2,000-character command"},
 	{ModePrimaryDown, "the primary model answers 503 on every call; the fallback model (gateway.fallbacks) answers"},
 }
 
