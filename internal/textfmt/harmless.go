@@ -112,3 +112,20 @@ func utf16Pair(r rune) (rune, rune) {
 	r -= 0x10000
 	return 0xd800 + (r>>10)&0x3ff, 0xdc00 + r&0x3ff
 }
+
+// Preview is text as a one-line prompt or notice shows it: harmless (Harmless), on one line, whole
+// when it has at most n characters, else its first and last n/2 characters with
+// "…[H of N characters hidden; how]…" between them, so what is hidden is said plainly, with how
+// to see it, and the end of a long command is never the part left out.
+func Preview(s string, n int, how string) string {
+	s = Harmless(s)
+	if strings.ContainsAny(s, "\n\t") {
+		s = strings.Join(strings.Fields(s), " ")
+	}
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	half := n / 2
+	return fmt.Sprintf("%s…[%d of %d characters hidden; %s]…%s", string(r[:half]), len(r)-2*half, len(r), how, string(r[len(r)-half:]))
+}
