@@ -78,7 +78,7 @@ func (t *textPrinter) event(e contract.Event) {
 	case contract.EventOutput:
 		// A running command's output: the status region shows its tail; the result has it all.
 	case contract.EventToolCall:
-		t.line(fmt.Sprintf("→ %s %s", e.Tool, sanitize(clip(e.Arguments, 160))))
+		t.line(fmt.Sprintf("→ %s %s", sanitize(e.Tool), sanitize(clip(e.Arguments, 160))))
 	case contract.EventToolResult:
 		mark := "✓"
 		if e.IsError {
@@ -88,7 +88,7 @@ func (t *textPrinter) event(e contract.Event) {
 	case contract.EventMessage:
 		switch {
 		case e.Class == contract.RoleTool:
-			t.line(fmt.Sprintf("  [%s result] %s", e.Tool, firstLines(sanitize(e.Text), 3)))
+			t.line(fmt.Sprintf("  [%s result] %s", sanitize(e.Tool), firstLines(sanitize(e.Text), 3)))
 		case e.Arguments != "":
 			t.line(fmt.Sprintf("[%s] %s → %s", e.Class, indent(sanitize(e.Text)), sanitize(clip(e.Arguments, 160))))
 		default:

@@ -67,7 +67,7 @@ func hostileAtTerminal(t *testing.T, environ []string, task string) {
 			} else {
 				s.key("v")
 				// The whole call, on one line once tmux joins the rows it wrapped.
-				s.waitText(30*time.Second, strings.Repeat("=", fakegw.HostileLongLen-40))
+				s.waitText(30*time.Second, strings.Repeat("=", fakegw.HostileLongLen-100)+"; echo hostile-tail-ran")
 			}
 		}
 		s.key("y")
@@ -98,10 +98,11 @@ func hostileAtTerminal(t *testing.T, environ []string, task string) {
 	if bad := rawControls(out, false); bad != "" {
 		t.Errorf("the terminal got %s raw", bad)
 	}
-	// The visible forms of what the model sent, in its reply, a call's arguments, a file name, a
-	// command's output and its final answer.
+	// The visible forms of what the model sent, in its reply, a call's arguments, a file name and
+	// its final answer (a command's output shows only in the status region while it runs, and in
+	// the raw bytes above).
 	for _, want := range []string{`now\x1b[2J\x1b[H.`, `\u009b2J\u009d0;pwned-title\u009c`, `\u2066isolated\u2069`,
-		`\u009b2J\u202eexe.txt`, `evil\x1b]0;pwned-title\x07\u009b2J\u202eexe.txt`, `out \x1b[31mred\x1b]0;pwned-title\x07 \u009b 2J \u202e end`,
+		`\u009b2J\u202eexe.txt`, `evil\x1b]0;pwned-title\x07\u009b2J\u202eexe.txt`,
 		`Done.\x1b]0;pwned-title\x07\u009d0;pwned-title\u009c`} {
 		if !strings.Contains(sc, want) {
 			t.Errorf("the screen lacks %q", want)
