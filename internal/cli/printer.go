@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -44,6 +45,8 @@ type textPrinter struct {
 	mu     sync.Mutex
 	w      io.Writer
 	midRow bool
+	// col is how many columns, at most, the unfinished row of a reply takes (reply).
+	col int
 	// turn is the turn of the deltas being written.
 	turn int
 }
@@ -118,20 +121,40 @@ func (t *textPrinter) event(e contract.Event) {
 const modelGutter = "│ "
 
 // reply writes text of the model's reply as it streams, each of its lines behind modelGutter.
+// At a terminal the printer breaks a row itself before the terminal would wrap it, with the
+// gutter again, so that no padding can put the model's text at the start of a row unmarked. It
+// counts every character beyond ASCII as two columns and a tab as eight, never fewer than the
+// terminal shows, so its break comes first.
 func (t *textPrinter) reply(text string) {
+	width := 0
+	if c, ok := t.w.(interface{ Columns() int }); ok {
+		width = c.Columns()
+	}
+	gutterCols := utf8.RuneCountInString(modelGutter)
 	var b strings.Builder
-	for text != "" {
+	for _, r := range text {
 		if !t.midRow {
 			b.WriteString(modelGutter)
-			t.midRow = true
+			t.midRow, t.col = true, gutterCols
 		}
-		i := strings.IndexByte(text, '\n')
-		if i < 0 {
-			b.WriteString(text)
-			break
+		if r == '\n' {
+			b.WriteRune(r)
+			t.midRow = false
+			continue
 		}
-		b.WriteString(text[:i+1])
-		text, t.midRow = text[i+1:], false
+		w := 1
+		switch {
+		case r == '\t':
+			w = 8
+		case r >= 0x80:
+			w = 2
+		}
+		if width > 0 && t.col+w > width-1 {
+			b.WriteString("\n" + modelGutter)
+			t.col = gutterCols
+		}
+		b.WriteRune(r)
+		t.col += w
 	}
 	fmt.Fprint(t.w, b.String())
 }

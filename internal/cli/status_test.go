@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/keelrun/keel/internal/contract"
 )
@@ -157,6 +158,32 @@ func TestModelCannotPassForKeel(t *testing.T) {
 	for _, want := range []string{"│ Done.\n│ keel: all clear\n│ \n│   ✓ tests pass\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("printed %q, want it to hold %q", out.String(), want)
+		}
+	}
+}
+
+// columnsWriter is a terminal of a given width, as the printer sees a tui.Screen.
+type columnsWriter struct {
+	bytes.Buffer
+	cols int
+}
+
+func (c *columnsWriter) Columns() int { return c.cols }
+
+// TestReplyBreaksBeforeTheTerminalWraps: padding a reply to the terminal's width cannot put the
+// model's text at the start of a row without the gutter.
+func TestReplyBreaksBeforeTheTerminalWraps(t *testing.T) {
+	out := &columnsWriter{cols: 20}
+	p := &textPrinter{w: out}
+	p.event(contract.Event{Event: contract.EventDelta, Turn: 1, Text: strings.Repeat("=", 17)})
+	p.event(contract.Event{Event: contract.EventDelta, Turn: 1, Text: "keel: fork verified\néé\tx"})
+	want := "│ " + strings.Repeat("=", 17) + "\n│ keel: fork verifi\n│ ed\n│ éé\tx"
+	if out.String() != want {
+		t.Fatalf("printed %q, want %q", out.String(), want)
+	}
+	for _, row := range strings.Split(out.String(), "\n") {
+		if n := utf8.RuneCountInString(row); n > 19 {
+			t.Errorf("row %q has %d characters, more than the terminal's 20 columns less one", row, n)
 		}
 	}
 }
