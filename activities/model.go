@@ -29,6 +29,7 @@ type attemptState struct {
 // does the retrying) or a non-retryable one carrying a contract.Failure.
 func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (contract.ModelResponse, error) {
 	attempt := req.PriorAttempts + int(activity.GetInfo(ctx).Attempt)
+	defer a.endLive(ctx, req.Sinks)
 
 	var prev attemptState
 	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &prev) == nil && prev.Deltas > 0 {

@@ -101,12 +101,17 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 	if err != nil {
 		return nil, nil, err
 	}
+	// With codec.keys, live events leave the worker encrypted like the history.
+	keys, err := connect.Keys(cfg, connect.OSEnv)
+	if err != nil {
+		return nil, nil, err
+	}
 	acts := &activities.Activities{
 		Models:    models,
 		Gateway:   gw,
 		Endpoints: endpoints(cfg, gcfg, cfg.Gateway.Fake && gatewayURL != ""),
 		Store:     store.WithCache(st, transcriptCache),
-		Events:    events.NewPublisher(),
+		Events:    events.NewPublisherWith(events.Options{Keys: keys}),
 		Notifiers: Notifiers(cfg),
 		OutputCap: cfg.OutputCap,
 		Sandbox:   SandboxConfig(cfg.Sandbox),

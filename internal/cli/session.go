@@ -12,7 +12,6 @@ import (
 
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
-	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/session"
 	"github.com/keelrun/keel/internal/textfmt"
 )
@@ -39,7 +38,7 @@ type sessionSpec struct {
 // ends and returns its summary with the exit status it maps to.
 func startSession(ctx context.Context, c client.Client, cfg config.Config, spec sessionSpec, p printer) (contract.Summary, error) {
 	nameSession(p, spec.workflowID)
-	sink, err := events.Listen(cfg.Events.Host)
+	sink, err := listenSink(cfg)
 	if err != nil {
 		return contract.Summary{}, err
 	}

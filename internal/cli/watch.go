@@ -18,7 +18,6 @@ import (
 	"github.com/keelrun/keel/internal/app"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
-	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/session"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tools/snapshot"
@@ -52,7 +51,7 @@ func watchCmd(g *globals) *cobra.Command {
 				for _, m := range tr {
 					p.event(messageEvent(m))
 				}
-				sink, err := events.Listen(cfg.Events.Host)
+				sink, err := listenSink(cfg)
 				if err != nil {
 					return err
 				}

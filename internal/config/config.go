@@ -208,6 +208,8 @@ type GitHub struct {
 	BaseURL string
 	Repo    string
 	PR      int
+	// Login is who the token comments as; empty: asked of GitHub (GET /user).
+	Login string
 	// WebhookSecret, Listen and Teams configure the GitHub bot.
 	WebhookSecret string
 	Listen        string

@@ -219,6 +219,7 @@ const (
 	EscalationGitHubListen       = "escalation.github.listen"
 	EscalationGitHubTeams        = "escalation.github.teams"
 	EscalationGitHubJobs         = "escalation.github.jobs"
+	EscalationGitHubLogin        = "escalation.github.login"
 	EscalationWebhookURL         = "escalation.webhook.url"
 	EscalationWebhookSecret      = "escalation.webhook.secret"
 
@@ -512,6 +513,9 @@ var settings = []Setting{
 		Doc: "`owner/name` of the default pull request, for sessions that name none (a session's own, from `starter run --pr`, GitHub Actions or a pull request job, wins)", Hint: "owner/name", into: func(d *draft) any { return &d.Escalation.GitHub.Repo }},
 	{Name: EscalationGitHubPR, Kind: Count, Default: 0, ReadBy: Worker,
 		Doc: "the default pull request's number", into: func(d *draft) any { return &d.Escalation.GitHub.PR }},
+	{Name: EscalationGitHubLogin, Default: "", DefaultDoc: "empty: learned from `GET /user` once", ReadBy: Worker | GitHubBot,
+		Doc:  "the login the token comments as (a GitHub App: `APP-SLUG[bot]`); only comments by it count as Keel's own ([github](github.md#what-the-bot-trusts))",
+		into: func(d *draft) any { return &d.Escalation.GitHub.Login }},
 	{Name: EscalationGitHubSecret, Default: "", ReadBy: GitHubBot, Required: GitHubBot,
 		Doc:  "the webhook's secret: the GitHub bot refuses any delivery not signed with it (X-Hub-Signature-256)",
 		into: func(d *draft) any { return &d.Escalation.GitHub.WebhookSecret }},
