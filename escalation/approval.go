@@ -7,11 +7,40 @@ import (
 	"unicode/utf8"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/textfmt"
 )
 
-// approvalArgsMax bounds the argument text a notice shows: enough to judge a write, short enough
-// for a chat message. The digest still names the exact, whole text.
+// approvalArgsMax bounds the argument text a notice shows on its line: enough to judge a write,
+// short enough for a chat message. A longer call shows its start and its end and says how much
+// is hidden and how to see it all (ShowCommand); Slack and GitHub carry the whole call as well
+// (WholeCall). The digest still names the exact, whole text.
 const approvalArgsMax = 1500
+
+// ShowCommand is the CLI line that prints the whole call waiting for approval, deciding nothing.
+func ShowCommand(e contract.Escalation) string {
+	return fmt.Sprintf("starter approve %s %s --show", e.WorkflowID, e.Approval.CallID)
+}
+
+// argumentsShown is the call's argument text as a notice's line shows it: harmless, whole up to
+// approvalArgsMax characters, else its start and end with how much is hidden and how to see it.
+func argumentsShown(e contract.Escalation) string {
+	return textfmt.Preview(e.Approval.Arguments, approvalArgsMax, "`"+ShowCommand(e)+"` prints the whole call")
+}
+
+// WholeCall splits the call's whole argument text, made harmless, into at most n pieces of at
+// most size bytes, cut on rune boundaries, for a channel that shows the whole call folded or in
+// parts; hidden is how many characters did not fit (0 when all did).
+func WholeCall(e contract.Escalation, size, n int) (pieces []string, hidden int) {
+	s := textfmt.Harmless(e.Approval.Arguments)
+	for s != "" && len(pieces) < n {
+		cut := min(size, len(s))
+		for cut < len(s) && cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		pieces, s = append(pieces, s[:cut]), s[cut:]
+	}
+	return pieces, utf8.RuneCountInString(s)
+}
 
 // IsApproval reports whether e asks a person to approve one tool call rather than to answer an
 // escalation: such a notice is answered with the approve_call update (approve or deny), never
@@ -36,7 +65,7 @@ func approvalText(e contract.Escalation) string {
 	fmt.Fprintf(&b, "Approval: %s\n", e.ID)
 	fmt.Fprintf(&b, "Tool: %s\n", a.Tool)
 	fmt.Fprintf(&b, "Call: %s\n", a.CallID)
-	fmt.Fprintf(&b, "Arguments: %s\n", clip(a.Arguments, approvalArgsMax))
+	fmt.Fprintf(&b, "Arguments: %s\n", argumentsShown(e))
 	fmt.Fprintf(&b, "Digest: %s\n", a.Digest)
 	if e.Link != "" {
 		fmt.Fprintf(&b, "Web UI: %s\n", e.Link)
@@ -56,17 +85,4 @@ func approvalDeadline(e contract.Escalation) time.Time {
 		return e.Approval.Deadline
 	}
 	return e.Deadline
-}
-
-// clip shortens s to at most max bytes on a rune boundary and marks the cut, so a long argument
-// text never swamps a notice.
-func clip(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + fmt.Sprintf("… (%d bytes in all)", len(s))
 }

@@ -53,10 +53,10 @@ func TestApprovalRendering(t *testing.T) {
 			notWant: []string{"starter answer", "retry", "Retry", "abort", "Abort", "bytes in all"},
 		},
 		{
-			name:    "long arguments are clipped",
+			name:    "long arguments show their end, and the whole call or how to see it",
 			e:       long,
-			want:    []string{`{"path":"big.txt","content":"éé`, "bytes in all)", long.Approval.Digest, command(long)},
-			notWant: []string{"THE-END", "\uFFFD"},
+			want:    []string{`{"path":"big.txt","content":"éé`, `THE-END"}`, long.Approval.Digest, command(long)},
+			notWant: []string{"\uFFFD"},
 		},
 	}
 	for _, tt := range tests {
@@ -146,21 +146,37 @@ func TestApprovalSlackBlocksFitBlockKit(t *testing.T) {
 	}
 }
 
-func TestClip(t *testing.T) {
-	tests := []struct {
-		name string
-		in   string
-		max  int
-		want string
-	}{
-		{"short", "abc", 5, "abc"},
-		{"exact", "abcde", 5, "abcde"},
-		{"cut", "abcdef", 3, "abc… (6 bytes in all)"},
-		{"inside a rune", "aéb", 2, "a… (4 bytes in all)"},
+// TestLongCallShown: a call longer than a notice's line shows its start and end there, says how
+// much is hidden and names the command that prints it whole; GitHub folds the whole call in a
+// details element and Slack carries it in sections; none of it is raw.
+func TestLongCallShown(t *testing.T) {
+	e := sampleApproval("apr-9")
+	e.Approval.Arguments = `{"command":"sh -c ': ` + strings.Repeat("=", 1970) + "; echo \x1b]0;t\x07\u009b\u202e tail'\"}"
+	e.Approval.Digest = contract.Digest(e.Approval.Arguments)
+	show := "starter approve keel-0123456789abcdef0123 call_w1 --show"
+	text := Text(e)
+	assert.Contains(t, text, "characters hidden; `"+show+"` prints the whole call]")
+	assert.Contains(t, text, `; echo \x1b]0;t\x07\u009b\u202e tail'"}`)
+	whole := strings.Repeat("=", 1970) + `; echo \x1b]0;t\x07\u009b\u202e tail'"}`
+	assert.Contains(t, GitHubComment(e, "octo"), "<details><summary>The whole call (2030 characters)</summary>")
+	assert.Contains(t, GitHubComment(e, "octo"), whole)
+	blocks, err := json.Marshal(SlackBlocks(e))
+	require.NoError(t, err)
+	texts, _ := blockTexts(t, string(blocks))
+	joined := strings.Join(texts, "")
+	assert.Contains(t, strings.ReplaceAll(joined, "```", ""), whole)
+	for channel, got := range renderings(t, e) {
+		assert.NotContains(t, got, "\x1b]0;t\x07", channel)
+		assert.NotContains(t, got, "\u009b", channel)
+		assert.NotContains(t, got, "\u202e", channel)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, tt.want, clip(tt.in, tt.max)) })
-	}
+
+	pieces, hidden := WholeCall(e, 1000, 2)
+	assert.Len(t, pieces, 2)
+	assert.Equal(t, 2030-2000, hidden)
+	pieces, hidden = WholeCall(contract.Escalation{Approval: &contract.Approval{Arguments: "aéb"}}, 2, 5)
+	assert.Equal(t, []string{"a", "éb"[:2], "b"}, pieces, "cut on rune boundaries")
+	assert.Zero(t, hidden)
 }
 
 // TestWebhookApprovalBody: the receiver gets the approval with its exact arguments and digest,

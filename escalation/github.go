@@ -8,10 +8,12 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/google/go-github/v84/github"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/textfmt"
 )
 
 // DefaultGitHubURL is the REST API of github.com; GitHub Enterprise uses https://HOST/api/v3.
@@ -222,6 +224,9 @@ func GitHubComment(e contract.Escalation, author string) string {
 	b.WriteString("```\n")
 	b.WriteString(strings.ReplaceAll(Text(e), "```", "'''"))
 	b.WriteString("```\n\n")
+	if IsApproval(e) {
+		b.WriteString(gitHubWholeCall(e))
+	}
 	switch {
 	case IsApproval(e):
 		fmt.Fprintf(&b, "Approve with a reply comment (%s), or run `%s` (add `--deny` to deny it). Without an answer the call is denied at the deadline.\n\n",
@@ -232,6 +237,28 @@ func GitHubComment(e contract.Escalation, author string) string {
 	}
 	b.WriteString(GitHubMarker(e.ID))
 	b.WriteString("\n")
+	// The mention and the tool's name are the only parts Text did not make harmless.
+	return textfmt.Harmless(b.String())
+}
+
+// gitHubCallMax bounds the whole call a comment folds in, well below GitHub's 65,536 characters
+// for a comment with the notice around it.
+const gitHubCallMax = 50000
+
+// gitHubWholeCall is the whole call of an approval whose notice shows it cut, folded in a details
+// element; a call too long for a comment says how much of it is left out and how to see it all.
+func gitHubWholeCall(e contract.Escalation) string {
+	n := utf8.RuneCountInString(textfmt.Harmless(e.Approval.Arguments))
+	if n <= approvalArgsMax {
+		return ""
+	}
+	pieces, hidden := WholeCall(e, gitHubCallMax, 1)
+	var b strings.Builder
+	fmt.Fprintf(&b, "<details><summary>The whole call (%d characters)</summary>\n\n```\n%s\n```\n", n, strings.ReplaceAll(strings.Join(pieces, ""), "```", "'''"))
+	if hidden > 0 {
+		fmt.Fprintf(&b, "\nThe last %d characters do not fit in a comment: `%s` prints the whole call.\n", hidden, ShowCommand(e))
+	}
+	b.WriteString("\n</details>\n\n")
 	return b.String()
 }
 

@@ -11,21 +11,42 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 )
 
-// slackApprovalBlocks renders an approval notice: the tool, its arguments (clipped), the digest,
+// slackApprovalBlocks renders an approval notice: the tool, its whole arguments (in parts), the digest,
 // when no answer denies the call, the CLI command, and the Approve and Deny buttons.
 func slackApprovalBlocks(e contract.Escalation) []slack.Block {
 	a := e.Approval
 	blocks := []slack.Block{
 		slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, "A Keel session waits for approval", false, false)),
 		SlackSection(fmt.Sprintf("*Tool:* `%s`\n*Session:* `%s`\n*Call:* `%s`", a.Tool, e.WorkflowID, a.CallID)),
-		SlackSection("*Arguments:*\n```" + strings.ReplaceAll(clip(a.Arguments, approvalArgsMax), "```", "'''") + "```"),
-		SlackSection(fmt.Sprintf("*Digest:* `%s`", a.Digest)),
 	}
+	blocks = append(blocks, slackWholeCall(e)...)
+	blocks = append(blocks, SlackSection(fmt.Sprintf("*Digest:* `%s`", a.Digest)))
 	if ctx := approvalContextLine(e); ctx != "" {
 		blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, ctx, false, false)))
 	}
 	blocks = append(blocks, SlackSection(fmt.Sprintf("Or from a shell: `%s`", ApproveCommand(e))))
 	return append(blocks, approvalButtons(e))
+}
+
+// slackCallPieces is how many sections of slackTextMax the whole call may fill; Slack folds a long
+// message behind "Show more". A longer call says how much is left out and how to see it all.
+const slackCallPieces = 8
+
+// slackWholeCall is the call's whole argument text in sections.
+func slackWholeCall(e contract.Escalation) []slack.Block {
+	pieces, hidden := WholeCall(e, slackTextMax-100, slackCallPieces)
+	out := []slack.Block{}
+	for i, p := range pieces {
+		head := ""
+		if i == 0 {
+			head = "*Arguments:*\n"
+		}
+		out = append(out, SlackSection(head+"```"+strings.ReplaceAll(p, "```", "'''")+"```"))
+	}
+	if hidden > 0 {
+		out = append(out, SlackSection(fmt.Sprintf("The last %d characters of the call are not shown here: `%s` prints it whole.", hidden, ShowCommand(e))))
+	}
+	return out
 }
 
 // approvalContextLine is the small print of an approval: the deadline and the Web UI link.

@@ -9,6 +9,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/textfmt"
 )
 
 // Slack identifiers shared by the notice and the bot. The action IDs name the choice; the button
@@ -105,10 +106,11 @@ func answerButtons(e contract.Escalation) *slack.ActionBlock {
 	return slack.NewActionBlock(SlackAnswerBlockID, elems...)
 }
 
-// SlackSection is a section of Markdown text, cut to Block Kit's limit.
+// SlackSection is a section of Markdown text, made harmless (textfmt.Harmless: it quotes the
+// model) and cut to Block Kit's limit.
 func SlackSection(text string) *slack.SectionBlock {
-	if len(text) > slackTextMax {
-		text = text[:slackTextMax] + "…"
+	if text = textfmt.Harmless(text); len(text) > slackTextMax {
+		text = strings.ToValidUTF8(text[:slackTextMax], "") + "…"
 	}
 	return slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil)
 }

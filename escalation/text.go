@@ -61,11 +61,17 @@ func AnswerCommand(e contract.Escalation) string {
 }
 
 // Text is the plain-text rendering of an escalation used by the terminal and the CLI: everything a
-// person needs to decide without opening anything else.
+// person needs to decide without opening anything else. Its summary, calls and errors quote the
+// model, so it is made harmless (textfmt.Harmless) for every channel that shows it.
 func Text(e contract.Escalation) string {
 	if IsApproval(e) {
-		return approvalText(e)
+		return textfmt.Harmless(approvalText(e))
 	}
+	return textfmt.Harmless(escalationText(e))
+}
+
+// escalationText is Text of an escalation that is not an approval.
+func escalationText(e contract.Escalation) string {
 	var b strings.Builder
 	if NoticeOnly(e) {
 		fmt.Fprintf(&b, "Session %s failed: %s\n", e.WorkflowID, Reason(e.Reason))

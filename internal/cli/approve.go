@@ -15,10 +15,10 @@ import (
 
 func approveCmd(g *globals) *cobra.Command {
 	var digest string
-	var deny bool
+	var deny, show bool
 	cmd := &cobra.Command{
-		Use:     "approve WORKFLOW_ID [CALL_ID] [--digest D] [--deny]",
-		Example: "  starter approve " + exampleID + "\n  starter approve " + exampleID + " --deny\n  (without CALL_ID and --digest: the call waiting now, printed first)",
+		Use:     "approve WORKFLOW_ID [CALL_ID] [--digest D] [--deny | --show]",
+		Example: "  starter approve " + exampleID + "\n  starter approve " + exampleID + " --deny\n  starter approve " + exampleID + " --show\n  (without CALL_ID and --digest: the call waiting now, printed first)",
 		Short:   "Approve (or deny) the tool call a session is waiting on",
 		Args:    cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -26,6 +26,9 @@ func approveCmd(g *globals) *cobra.Command {
 				d := contract.ApprovalDecision{Digest: digest, Approve: !deny, By: currentUser()}
 				if len(args) == 2 {
 					d.CallID = args[1]
+				}
+				if show {
+					return showCall(ctx, g, session.Client{Temporal: c}, args[0], d.CallID)
 				}
 				if d.CallID == "" || d.Digest == "" {
 					// Name the call the person is looking at: the one waiting now.
@@ -36,7 +39,7 @@ func approveCmd(g *globals) *cobra.Command {
 					if st.Approval == nil {
 						return &exitError{code: ExitFailure, err: fmt.Errorf("session %s has no tool call waiting for approval", args[0])}
 					}
-					fmt.Fprintf(g.stdout, "%s %s\n", st.Approval.Tool, st.Approval.Arguments)
+					fmt.Fprintf(g.stdout, "%s %s\n", st.Approval.Tool, sanitize(st.Approval.Arguments))
 					d.CallID, d.Digest = orDefault(d.CallID, st.Approval.CallID), orDefault(d.Digest, st.Approval.Digest)
 				}
 				res, err := approveCall(ctx, session.Client{Temporal: c}, args[0], d)
@@ -46,7 +49,27 @@ func approveCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&digest, "digest", "", "SHA-256 of the call's argument text, as the session shows it (default: the waiting call's)")
 	cmd.Flags().BoolVar(&deny, "deny", false, "deny the call instead")
+	cmd.Flags().BoolVar(&show, "show", false, "print the whole call waiting for approval, and decide nothing")
+	cmd.MarkFlagsMutuallyExclusive("deny", "show")
 	return cmd
+}
+
+// showCall prints the whole call a session waits to have approved (notices and prompts show
+// long calls cut), made harmless to print, with its digest; it decides nothing.
+func showCall(ctx context.Context, g *globals, c session.Client, workflowID, callID string) error {
+	st, err := c.Status(ctx, workflowID)
+	if err != nil {
+		return err
+	}
+	a := st.Approval
+	switch {
+	case a == nil:
+		return &exitError{code: ExitFailure, err: fmt.Errorf("session %s has no tool call waiting for approval", workflowID)}
+	case callID != "" && a.CallID != callID:
+		return &exitError{code: ExitFailure, err: fmt.Errorf("call %s of session %s is not waiting for approval (call %s is)", callID, workflowID, a.CallID)}
+	}
+	fmt.Fprintf(g.stdout, "tool: %s\ncall: %s\ndigest: %s\narguments (%d bytes):\n%s\n", a.Tool, sanitize(a.CallID), a.Digest, len(a.Arguments), sanitize(a.Arguments))
+	return nil
 }
 
 // approveCall sends the approve_call update; a refusal by the session is a result, not an error.

@@ -15,6 +15,7 @@ import (
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/session"
+	"github.com/keelrun/keel/internal/textfmt"
 )
 
 // withClient loads the configuration, connects, and runs f.
@@ -173,7 +174,7 @@ func printApproval(p printer, g *globals, workflowID string, a contract.Approval
 		return
 	}
 	fmt.Fprintf(g.stdout, "Session %s waits for approval of a %s call\nCall: %s\nArguments: %s\nAnswer with: %s\n\n",
-		workflowID, a.Tool, a.CallID, clip(a.Arguments, 200), answer)
+		workflowID, a.Tool, sanitize(a.CallID), textfmt.Preview(a.Arguments, 400, fmt.Sprintf("`starter approve %s %s --show` prints the whole call", workflowID, a.CallID)), answer)
 }
 
 func sayCmd(g *globals) *cobra.Command {

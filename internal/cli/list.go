@@ -81,7 +81,7 @@ func listSessions(ctx context.Context, c session.Client, status string, limit in
 
 // printRowsJSONL prints one JSON object per session.
 func printRowsJSONL(w io.Writer, rows []session.Row) error {
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(jsonlWriter{w})
 	for _, r := range rows {
 		r.Started = r.Started.UTC()
 		if err := enc.Encode(r); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -34,7 +35,7 @@ func newPrinter(output string, w io.Writer) (printer, error) {
 	case "", "text":
 		return &textPrinter{w: w}, nil
 	case "jsonl":
-		return &jsonPrinter{enc: json.NewEncoder(w)}, nil
+		return &jsonPrinter{enc: json.NewEncoder(jsonlWriter{w})}, nil
 	default:
 		return nil, usageErr("--output %q is not one of text, jsonl", output)
 	}
@@ -46,6 +47,8 @@ type textPrinter struct {
 	mu     sync.Mutex
 	w      io.Writer
 	midRow bool
+	// col is how many columns, at most, the unfinished row of a reply takes (reply).
+	col int
 	// turn is the turn of the deltas being written.
 	turn int
 }
@@ -72,11 +75,7 @@ func (t *textPrinter) event(e contract.Event) {
 			t.endRow()
 			t.turn = e.Turn
 		}
-		text := sanitize(e.Text)
-		fmt.Fprint(t.w, text)
-		if text != "" {
-			t.midRow = !strings.HasSuffix(text, "\n")
-		}
+		t.reply(sanitize(e.Text))
 	case contract.EventModelCall:
 		// A new reply starts: the status line says so, and its text starts on a new line.
 		t.endRow()
@@ -84,7 +83,7 @@ func (t *textPrinter) event(e contract.Event) {
 	case contract.EventOutput:
 		// A running command's output: the status region shows its tail; the result has it all.
 	case contract.EventToolCall:
-		t.line(fmt.Sprintf("→ %s %s", e.Tool, sanitize(clip(e.Arguments, 160))))
+		t.line(fmt.Sprintf("→ %s %s", sanitize(e.Tool), sanitize(clip(e.Arguments, 160))))
 	case contract.EventToolResult:
 		mark := "✓"
 		if e.IsError {
@@ -94,14 +93,14 @@ func (t *textPrinter) event(e contract.Event) {
 	case contract.EventMessage:
 		switch {
 		case e.Class == contract.RoleTool:
-			t.line(fmt.Sprintf("  [%s result] %s", e.Tool, firstLines(sanitize(e.Text), 3)))
+			t.line(fmt.Sprintf("  [%s result] %s", sanitize(e.Tool), firstLines(sanitize(e.Text), 3)))
 		case e.Arguments != "":
-			t.line(fmt.Sprintf("[%s] %s → %s", e.Class, sanitize(e.Text), sanitize(clip(e.Arguments, 160))))
+			t.line(fmt.Sprintf("[%s] %s → %s", e.Class, indent(sanitize(e.Text)), sanitize(clip(e.Arguments, 160))))
 		default:
 			t.line(fmt.Sprintf("[%s] %s", e.Class, firstLines(sanitize(e.Text), 6)))
 		}
 	case contract.EventSay:
-		t.line(fmt.Sprintf("» %s: %s", e.By, firstLines(e.Text, 6)))
+		t.line(fmt.Sprintf("» %s: %s", sanitize(e.By), firstLines(sanitize(e.Text), 6)))
 	case contract.EventCheck:
 		mark := "✓"
 		if e.IsError {
@@ -110,23 +109,74 @@ func (t *textPrinter) event(e contract.Event) {
 		t.line(fmt.Sprintf("%s %s", mark, firstLines(sanitize(e.Text), 6)))
 	case contract.EventEscalation:
 		if e.Escalation != nil {
-			t.line("! " + sanitize(escalation.Text(*e.Escalation)))
+			t.line("! " + indent(sanitize(strings.TrimSuffix(escalation.Text(*e.Escalation), "\n"))))
 		}
 	case contract.EventAnswer:
 		text := e.Text
 		if a := answerOf(e); a != nil && a.Action == contract.ActionEdit && a.Text != "" {
 			text += ": " + clip(a.Text, 200)
 		}
-		t.line(fmt.Sprintf("• answer: %s", sanitize(text)))
+		t.line(fmt.Sprintf("• answer: %s", indent(sanitize(text))))
 	default:
-		t.line(fmt.Sprintf("• %s: %s", e.Event, sanitize(e.Text)))
+		t.line(fmt.Sprintf("• %s: %s", e.Event, indent(sanitize(e.Text))))
 	}
 }
 
+// modelGutter starts every line of the model's replies at the terminal. None of Keel's own lines
+// starts with it ("keel: ", "→ ", "  ✓ ", ...), and every other line that carries text from the
+// model or a command is indented under a line of Keel's (indent, firstLines), so the model cannot
+// print a line that passes for Keel's.
+const modelGutter = "│ "
+
+// reply writes text of the model's reply as it streams, each of its lines behind modelGutter.
+// At a terminal the printer breaks a row itself before the terminal would wrap it, with the
+// gutter again, so that no padding can put the model's text at the start of a row unmarked. It
+// counts every character beyond ASCII as two columns and a tab as eight, never fewer than the
+// terminal shows, so its break comes first.
+func (t *textPrinter) reply(text string) {
+	width := 0
+	if c, ok := t.w.(interface{ Columns() int }); ok {
+		width = c.Columns()
+	}
+	gutterCols := utf8.RuneCountInString(modelGutter)
+	var b strings.Builder
+	for _, r := range text {
+		if !t.midRow {
+			b.WriteString(modelGutter)
+			t.midRow, t.col = true, gutterCols
+		}
+		if r == '\n' {
+			b.WriteRune(r)
+			t.midRow = false
+			continue
+		}
+		w := 1
+		switch {
+		case r == '\t':
+			w = 8
+		case r >= 0x80:
+			w = 2
+		}
+		if width > 0 && t.col+w > width-1 {
+			b.WriteString("\n" + modelGutter)
+			t.col = gutterCols
+		}
+		b.WriteRune(r)
+		t.col += w
+	}
+	fmt.Fprint(t.w, b.String())
+}
+
+// indent puts the lines of s after its first under the line that starts it, four spaces in, as
+// firstLines does.
+func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n    ") }
+
+// info prints a line of Keel's own. Its text may quote a model or a work directory (a file name,
+// an error), so it is made harmless and its later lines are indented under it.
 func (t *textPrinter) info(s string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.line("keel: " + s)
+	t.line("keel: " + indent(sanitize(s)))
 }
 
 func (t *textPrinter) summary(s contract.Summary) {
@@ -145,7 +195,7 @@ func (t *textPrinter) summary(s contract.Summary) {
 		t.line(fmt.Sprintf("%d tool calls never reported and were answered from the ledger (see starter attempts)", s.ReconciledCalls))
 	}
 	if s.Reason != "" {
-		t.line("reason: " + s.Reason)
+		t.line("reason: " + indent(sanitize(s.Reason)))
 	}
 }
 
@@ -184,6 +234,18 @@ func (j *jsonPrinter) event(e contract.Event) {
 		e.WorkflowID = j.workflowID
 	}
 	_ = j.enc.Encode(e)
+}
+
+// jsonlWriter passes the encoder's lines on with what encoding/json leaves raw (DEL, C1 controls,
+// bidi and other format characters) as JSON escapes (textfmt.JSONEscaped): the values decode to
+// exactly what the model sent, and a terminal that shows the jsonl obeys none of it.
+type jsonlWriter struct{ w io.Writer }
+
+func (j jsonlWriter) Write(p []byte) (int, error) {
+	if _, err := j.w.Write(textfmt.JSONEscaped(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 func (j *jsonPrinter) info(s string) {

@@ -87,11 +87,12 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(stderr, "starter:", ee.err)
+			fmt.Fprintln(stderr, "starter:", indent(sanitize(ee.err.Error())))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(stderr, "starter:", err)
+	// An error may quote a session, a file name or a server: it is printed harmless.
+	fmt.Fprintln(stderr, "starter:", indent(sanitize(err.Error())))
 	if isUsage(err) {
 		return ExitUsage
 	}

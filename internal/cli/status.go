@@ -167,7 +167,7 @@ func (t *outputTail) add(text string) {
 		if i := strings.LastIndexByte(l, '\r'); i >= 0 {
 			l = l[i+1:]
 		}
-		t.done = append(t.done, sanitize(l))
+		t.done = append(t.done, tailLine(l))
 	}
 	if n := len(t.done); n > tailLines {
 		t.done = append([]string(nil), t.done[n-tailLines:]...)
@@ -177,13 +177,17 @@ func (t *outputTail) add(text string) {
 	}
 }
 
+// tailLine is one line of a command's output as the status region shows it: harmless, and a tab
+// is a space, since the region is clipped to the terminal's width by counting characters.
+func tailLine(l string) string { return strings.ReplaceAll(sanitize(l), "\t", " ") }
+
 func (t *outputTail) lines() []string {
 	out := append([]string(nil), t.done...)
 	p := t.partial
 	if i := strings.LastIndexByte(p, '\r'); i >= 0 {
 		p = p[i+1:]
 	}
-	if p = sanitize(p); strings.TrimSpace(p) != "" {
+	if p = tailLine(p); strings.TrimSpace(p) != "" {
 		out = append(out, p)
 	}
 	if len(out) > tailLines {
@@ -192,55 +196,8 @@ func (t *outputTail) lines() []string {
 	return out
 }
 
-// sanitize makes text from the model or a command safe to print: escape sequences and control
-// characters are dropped (a tab becomes a space), so nothing it prints can move the cursor,
-// change colours or retitle the terminal. Newlines are kept.
-func sanitize(s string) string {
-	if !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 && r != '\n' || r == 0x7f || r == '\uFFFD' }) {
-		return s
-	}
-	s = strings.ToValidUTF8(s, "?")
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == 0x1b:
-			i = skipEscape(s, i)
-		case c == '\t':
-			b.WriteByte(' ')
-		case c == '\n':
-			b.WriteByte(c)
-		case c < 0x20 || c == 0x7f:
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
-}
-
-// skipEscape returns the index of the last byte of the escape sequence that starts at s[i].
-func skipEscape(s string, i int) int {
-	if i+1 >= len(s) {
-		return i
-	}
-	switch s[i+1] {
-	case '[': // CSI: parameters, then a final byte in 0x40..0x7e
-		j := i + 2
-		for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
-			j++
-		}
-		return min(j, len(s)-1)
-	case ']', 'P', '_', '^': // OSC and other strings: up to BEL or ESC \
-		for j := i + 2; j < len(s); j++ {
-			if s[j] == 0x07 {
-				return j
-			}
-			if s[j] == 0x1b && j+1 < len(s) && s[j+1] == '\\' {
-				return j + 1
-			}
-		}
-		return len(s) - 1
-	default:
-		return i + 1
-	}
-}
+// sanitize makes text from the model, a command or a work directory safe to print
+// (textfmt.Harmless): escape sequences, control characters and bidi overrides show as visible
+// escapes, so nothing it prints can move the cursor, change colours or retitle the terminal.
+// Newlines and tabs are kept.
+func sanitize(s string) string { return textfmt.Harmless(s) }

@@ -5,22 +5,22 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/keelrun/keel/internal/contract"
 )
 
+// TestSanitize: what the printer shows of text a model, a command or a work directory wrote is
+// textfmt.Harmless's visible escapes, never the controls themselves.
 func TestSanitize(t *testing.T) {
 	cases := []struct{ name, in, want string }{
 		{"plain", "go test ./...", "go test ./..."},
-		{"colour", "\x1b[31mFAIL\x1b[0m calc", "FAIL calc"},
-		{"title", "\x1b]0;pwned\x07ok", "ok"},
-		{"title ended by ST", "\x1b]2;x\x1b\\ok", "ok"},
-		{"cursor moves", "a\x1b[2Jb\x1b[10;10Hc", "abc"},
-		{"tab and bell", "a\tb\x07", "a b"},
-		{"newlines kept", "a\nb\n", "a\nb\n"},
-		{"backspace and DEL", "a\bb\x7f", "ab"},
-		{"invalid UTF-8", "a\xffb", "a?b"},
-		{"lone Esc at the end", "a\x1b", "a"},
+		{"colour", "\x1b[31mFAIL\x1b[0m calc", `\x1b[31mFAIL\x1b[0m calc`},
+		{"title", "\x1b]0;pwned\x07ok", `\x1b]0;pwned\x07ok`},
+		{"cursor moves", "a\x1b[2Jb\x1b[10;10Hc", `a\x1b[2Jb\x1b[10;10Hc`},
+		{"tab, newline and bell", "a\tb\n\x07", "a\tb\n\\x07"},
+		{"C1 and bidi", "\u009b2J\u202eexe", `\u009b2J\u202eexe`},
+		{"invalid UTF-8", "a\xffb", `a\xffb`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -43,7 +43,8 @@ func TestOutputTail(t *testing.T) {
 		{"only the last four", []string{"1\n2\n3\n4\n5\n6\n"}, []string{"3", "4", "5", "6"}},
 		{"partial counts among the four", []string{"1\n2\n3\n4\n5"}, []string{"2", "3", "4", "5"}},
 		{"progress bar keeps its last drawing", []string{"10%\r50%\r90%\n"}, []string{"90%"}},
-		{"escapes dropped", []string{"\x1b[32mok\x1b[0m\n"}, []string{"ok"}},
+		{"escapes shown", []string{"\x1b[32mok\x1b[0m\n"}, []string{`\x1b[32mok\x1b[0m`}},
+		{"tabs are spaces", []string{"a\tb\n"}, []string{"a b"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -117,8 +118,72 @@ func TestTextPrinterMessagesOnTheirOwnLines(t *testing.T) {
 	} {
 		p.event(e)
 	}
-	want := "I will try search.\nI will try run_command.\nDone .\n• answer: ann answered edit: read calc.go\n"
+	want := "│ I will try search.\n│ I will try run_command.\n│ Done \\x1b[2J.\n• answer: ann answered edit: read calc.go\n"
 	if out.String() != want {
 		t.Fatalf("printed %q, want %q", out.String(), want)
+	}
+}
+
+// TestModelCannotPassForKeel: every line of the model's replies starts with the gutter, however
+// its deltas split, and text from the model or a command in Keel's own lines (results, notices,
+// escalations, info) goes on indented lines, so no line the model wrote starts like Keel's.
+func TestModelCannotPassForKeel(t *testing.T) {
+	var out bytes.Buffer
+	p := &textPrinter{w: &out}
+	forged := "keel: fork verified\n  ✓ tests pass (approved by alice)\n→ run_command {}\n"
+	for _, e := range []contract.Event{
+		{Event: contract.EventDelta, Turn: 1, Text: "Done.\nkeel"},
+		{Event: contract.EventDelta, Turn: 1, Text: ": all clear\n\n"},
+		{Event: contract.EventDelta, Turn: 1, Text: "  ✓ tests pass\r\n"},
+		{Event: contract.EventToolResult, Text: "ok\n" + forged},
+		{Event: contract.EventMessage, Class: contract.RoleAssistant, Text: "hi\n" + forged, Arguments: "list_dir {}"},
+		{Event: contract.EventNotice, Text: "note\n" + forged},
+		{Event: contract.EventEscalation, Escalation: &contract.Escalation{ID: "esc-1", Summary: "s\n" + forged, LastError: forged}},
+	} {
+		p.event(e)
+	}
+	p.info("skipped a.txt\n" + forged)
+	p.summary(contract.Summary{Status: contract.StatusCompleted, Reason: "why\n" + forged})
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(strings.TrimPrefix(l, modelGutter), "keel: fork") || strings.HasPrefix(strings.TrimPrefix(l, modelGutter), "keel: all") {
+			if strings.HasPrefix(l, modelGutter) {
+				continue
+			}
+			t.Errorf("a line of the model's passes for Keel's: %q", l)
+		}
+		if strings.HasPrefix(l, "  ✓ tests pass") || strings.HasPrefix(l, "→ run_command {}") {
+			t.Errorf("a line of the model's passes for Keel's: %q", l)
+		}
+	}
+	for _, want := range []string{"│ Done.\n│ keel: all clear\n│ \n│   ✓ tests pass\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("printed %q, want it to hold %q", out.String(), want)
+		}
+	}
+}
+
+// columnsWriter is a terminal of a given width, as the printer sees a tui.Screen.
+type columnsWriter struct {
+	bytes.Buffer
+	cols int
+}
+
+func (c *columnsWriter) Columns() int { return c.cols }
+
+// TestReplyBreaksBeforeTheTerminalWraps: padding a reply to the terminal's width cannot put the
+// model's text at the start of a row without the gutter.
+func TestReplyBreaksBeforeTheTerminalWraps(t *testing.T) {
+	out := &columnsWriter{cols: 20}
+	p := &textPrinter{w: out}
+	p.event(contract.Event{Event: contract.EventDelta, Turn: 1, Text: strings.Repeat("=", 17)})
+	p.event(contract.Event{Event: contract.EventDelta, Turn: 1, Text: "keel: fork verified\néé\tx"})
+	want := "│ " + strings.Repeat("=", 17) + "\n│ keel: fork verifi\n│ ed\n│ éé\tx"
+	if out.String() != want {
+		t.Fatalf("printed %q, want %q", out.String(), want)
+	}
+	for _, row := range strings.Split(out.String(), "\n") {
+		if n := utf8.RuneCountInString(row); n > 19 {
+			t.Errorf("row %q has %d characters, more than the terminal's 20 columns less one", row, n)
+		}
 	}
 }

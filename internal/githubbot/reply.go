@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-github/v84/github"
 
 	"github.com/keelrun/keel/escalation"
+	"github.com/keelrun/keel/internal/textfmt"
 )
 
 // replied reports whether the bot's reply to the comment is on the pull request already: a
@@ -44,6 +45,9 @@ func (b *Bot) reply(ctx context.Context, pr pullRequest, commentID int64, body s
 		b.cfg.Logger.Info("github comment claimed already, no second reply", "pr", pr.String(), "comment", commentID)
 		return nil
 	}
+	// A reply may quote a session's answer or a person's comment: no control or bidi character
+	// reaches GitHub.
+	body = textfmt.Harmless(body)
 	if _, _, err := b.cfg.GitHub.Issues.CreateComment(ctx, pr.owner, pr.name, pr.number, &github.IssueComment{Body: github.Ptr(body)}); err != nil {
 		return fmt.Errorf("replying on %s: %w", pr, err)
 	}

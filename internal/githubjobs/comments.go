@@ -60,7 +60,8 @@ func resultBody(r jobRef, sum contract.Summary, ended error) string {
 		}
 	}
 	fmt.Fprintf(&b, "\n\nSession `%s`.\n\n%s", r.WorkflowID, JobMarker(r.WorkflowID))
-	return b.String()
+	// The answer and the reason quote the model: no control or bidi character reaches the comment.
+	return textfmt.Harmless(b.String())
 }
 
 // maxLeftOutNamed bounds how many left-out jobs the notice names; the rest are counted, so the

@@ -1,7 +1,8 @@
 // Package textfmt writes the numbers of Keel's text output one way everywhere: durations as
 // "850ms", "4.2s", "42s", "5m 22s", "2h 05m", and counts with their noun in the right number
 // ("1 turn", "3 turns"). jsonl output carries durations as integer milliseconds in fields named
-// with an _ms suffix instead (README's jsonl table).
+// with an _ms suffix instead (README's jsonl table). Harmless is the one way text a model or a
+// work directory wrote is made safe to print, everywhere Keel prints it.
 package textfmt
 
 import (

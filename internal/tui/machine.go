@@ -11,6 +11,7 @@ package tui
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/textfmt"
@@ -158,6 +159,21 @@ const (
 	SecondSignal    = "a second signal"
 )
 
+// An approval prompt shows a call's arguments on its line up to approvalShown characters (a
+// command that does not run unseen; approvalShownPassive where the line names the command to
+// answer with instead); a longer call shows its start and its end and says how much is hidden
+// between them and how to see it all (ShowKeyText, the v key), before y can approve it. The
+// digest the decision carries is still the whole call's.
+const (
+	approvalShown        = 400
+	approvalShownPassive = 240
+	ShowKeyText          = "[v] shows the whole call"
+)
+
+// CallPreview is a call's argument text as a prompt shows it (textfmt.Preview): harmless, on one
+// line, whole up to n characters, else its start and end with how much is hidden and how to see it.
+func CallPreview(args string, n int, how string) string { return textfmt.Preview(args, n, how) }
+
 // Step is the transition function: the model after ev, and what to do about it. It does no I/O.
 func Step(m Model, ev Event) (Model, []Effect) {
 	if m.State == Detached || m.State == Ended {
@@ -224,9 +240,10 @@ func (m Model) status(st Status) (Model, []Effect) {
 		m.Offered = a.CallID
 		if m.Interactive && m.State == Following {
 			m.State, m.Approval = AskingApproval, a
-			fx = append(fx, Info{fmt.Sprintf("approve %s %s? [y]es / [n]o", a.Tool, textfmt.Clip(a.Arguments, 200))})
+			fx = append(fx, Info{fmt.Sprintf("approve %s %s? [y]es / [n]o", a.Tool, CallPreview(a.Arguments, approvalShown, ShowKeyText))})
 		} else {
-			fx = append(fx, Info{fmt.Sprintf("%s %s waits for approval: starter approve %s %s --digest %s [--deny]", a.Tool, textfmt.Clip(a.Arguments, 120), m.WorkflowID, a.CallID, a.Digest)})
+			show := fmt.Sprintf("`starter approve %s %s --show` prints the whole call", m.WorkflowID, a.CallID)
+			fx = append(fx, Info{fmt.Sprintf("%s %s waits for approval: starter approve %s %s --digest %s [--deny]", a.Tool, CallPreview(a.Arguments, approvalShownPassive, show), m.WorkflowID, a.CallID, a.Digest)})
 		}
 	}
 	if open && m.Asked != e.ID && m.Escalation != e.ID {
@@ -274,6 +291,11 @@ func (m Model) key(k Key) (Model, []Effect) {
 		a := m.Approval
 		m.State, m.Approval = Following, nil
 		return m, []Effect{SendApproval{contract.ApprovalDecision{CallID: a.CallID, Digest: a.Digest, Approve: ch == "y"}}}
+	case m.State == AskingApproval && ch == "v":
+		a := m.Approval
+		whole := textfmt.Harmless(a.Arguments)
+		return m, []Effect{Info{fmt.Sprintf("the whole %s call (%s):\n%s", a.Tool, textfmt.Count(int64(utf8.RuneCountInString(whole)), "character"), whole)},
+			Info{fmt.Sprintf("approve the %s call above? [y]es / [n]o", a.Tool)}}
 	case m.State != AskingEscalation:
 		return m, nil
 	case ch == "r":

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/keelrun/keel/internal/contract"
@@ -17,6 +18,8 @@ func TestStep(t *testing.T) {
 	notice := &contract.Escalation{ID: "esc-3"}
 	call := &contract.Approval{CallID: "c1", Tool: "write_file", Arguments: `{"path":"a.txt"}`, Digest: "d1"}
 	call2 := &contract.Approval{CallID: "c2", Tool: "run_command", Arguments: `{"command":"ls"}`, Digest: "d2"}
+	long := &contract.Approval{CallID: "c3", Tool: "run_command", Digest: "d3",
+		Arguments: `{"command":"sh -c ': ` + strings.Repeat("=", 1956) + `; echo tail \u003e x'"}`}
 
 	following := Model{State: Following, Interactive: true, WorkflowID: wid}
 	asking := Model{State: AskingEscalation, Interactive: true, WorkflowID: wid, Escalation: "esc-1", Asked: "esc-1"}
@@ -107,6 +110,14 @@ func TestStep(t *testing.T) {
 		{"approving: y approves", approving, Key{Ch: 'y'}, with(following, func(m *Model) { m.Offered = "c1" }), []Effect{SendApproval{contract.ApprovalDecision{CallID: "c1", Digest: "d1", Approve: true}}}},
 		{"approving: N denies", approving, Key{Ch: 'N'}, with(following, func(m *Model) { m.Offered = "c1" }), []Effect{SendApproval{contract.ApprovalDecision{CallID: "c1", Digest: "d1"}}}},
 		{"approving: r does nothing", approving, Key{Ch: 'r'}, approving, nil},
+		{"approving: v shows the whole call and asks again", approving, Key{Ch: 'v'}, approving,
+			[]Effect{Info{"the whole write_file call (16 characters):\n" + `{"path":"a.txt"}`}, Info{"approve the write_file call above? [y]es / [n]o"}}},
+		{"following: a long call says how much is hidden and how to see it", following, Status{Approval: long}, with(approving, func(m *Model) { m.Approval, m.Offered = long, "c3" }),
+			[]Effect{Info{`approve run_command {"command":"sh -c ': ` + strings.Repeat("=", 179) + "…[1600 of 2000 characters hidden; [v] shows the whole call]…" +
+				strings.Repeat("=", 177) + `; echo tail \u003e x'"}? [y]es / [n]o`}}},
+		{"plain: a long call names the command that shows it", plain, Status{Approval: long}, with(plain, func(m *Model) { m.Offered = "c3" }),
+			[]Effect{Info{`run_command {"command":"sh -c ': ` + strings.Repeat("=", 99) + "…[1760 of 2000 characters hidden; `starter approve keel-run-1 c3 --show` prints the whole call]…" +
+				strings.Repeat("=", 97) + `; echo tail \u003e x'"} waits for approval: starter approve keel-run-1 c3 --digest d3 [--deny]`}}},
 		{"approving: still waiting", approving, Status{Approval: call}, approving, nil},
 		{"approving: decided elsewhere closes it", approving, Status{}, with(following, func(m *Model) { m.Offered = "c1" }), nil},
 		{"approving: the next call asks", approving, Status{Approval: call2}, with(approving, func(m *Model) { m.Approval, m.Offered = call2, "c2" }),
@@ -148,5 +159,28 @@ func TestStateNames(t *testing.T) {
 		} else {
 			seen[n] = true
 		}
+	}
+}
+
+// TestCallPreview: a prompt shows a call harmless and on one line, whole up to n characters, else
+// its start and end with the hidden count and how to see it.
+func TestCallPreview(t *testing.T) {
+	cases := []struct {
+		name, args string
+		n          int
+		want       string
+	}{
+		{"short", `{"path":"a.txt"}`, 40, `{"path":"a.txt"}`},
+		{"escapes shown", "{\"path\":\"a\x1b]0;t\x07\u009b\u202e\"}", 80, `{"path":"a\x1b]0;t\x07\u009b\u202e"}`},
+		{"one line", "{\n  \"path\": \"a\"\n}", 40, `{ "path": "a" }`},
+		{"long", strings.Repeat("a", 10) + strings.Repeat("b", 10), 9, "aaaa…[12 of 20 characters hidden; see]…bbbb"},
+		{"runes, not bytes", strings.Repeat("é", 9), 9, strings.Repeat("é", 9)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := CallPreview(c.args, c.n, "see"); got != c.want {
+				t.Fatalf("CallPreview(%q) = %q, want %q", c.args, got, c.want)
+			}
+		})
 	}
 }

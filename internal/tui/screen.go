@@ -183,6 +183,17 @@ func (s *Screen) Release() {
 	s.print(p)
 }
 
+// Columns is the terminal's width in columns, or 0 when the screen is not a terminal: a printer
+// that must know where the terminal wraps a row asks this.
+func (s *Screen) Columns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.tty {
+		return 0
+	}
+	return s.widthLocked()
+}
+
 // Width is the terminal's width in columns; 80 when it cannot be read.
 func (s *Screen) Width() int {
 	s.mu.Lock()

@@ -153,6 +153,7 @@ var ModeTable = []ModeInfo{
 	{ModeEscapeFileTools, "a hostile model turns the file tools on a 200 MiB file and a named pipe"},
 	{ModeEscapeClasses, "every escape class above in one session"},
 	{ModeEscapeGit, "a hostile model writes git's configuration, hooks and exclude entries for git on the host to run"},
+	{ModeHostileText, "a hostile model prints escape sequences, C1 controls and lines like Keel's, and asks to run a 2,000-character command"},
 	{ModePrimaryDown, "the primary model answers 503 on every call; the fallback model (gateway.fallbacks) answers"},
 	{ModeUsageLimit, "the first model call gets 429 with Retry-After: 7200 once: a usage limit the session waits out on a timer (or escalates, when the reset is after its deadline)"},
 }

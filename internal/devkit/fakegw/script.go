@@ -120,6 +120,8 @@ func decide(mode string, t transcript) reply {
 		return escapeReply(t, ex, mode)
 	case ModeCommands:
 		return commandsReply(t, ex)
+	case ModeHostileText:
+		return hostileReply(ex)
 	}
 	if IsEscapeClass(mode) {
 		return escapeReply(t, ex, mode)
