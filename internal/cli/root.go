@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -78,6 +80,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // it is a terminal (an *os.File a person types at); anything else, nil included, is never read.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	useTerminal(stdin)
+	signal.Notify(brokenPipe, syscall.SIGPIPE)
 	root := newRoot(&globals{stdout: stdout, stderr: stderr})
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

@@ -67,7 +67,7 @@ func startSession(ctx context.Context, c client.Client, cfg config.Config, spec 
 	wctx, stopWarn := context.WithCancel(ctx)
 	defer stopWarn()
 	go warnNoWorker(wctx, c, cfg, p)
-	f := &follower{c: sc, workflowID: run.GetID(), p: p, sink: sink, interactive: spec.output == "text" && stdinIsTerminal()}
+	f := &follower{c: sc, workflowID: run.GetID(), p: p, sink: sink, interactive: interactive(p)}
 	if spec.ownWorker {
 		f.ownQueue = cfg.Temporal.TaskQueue
 	}

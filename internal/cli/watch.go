@@ -29,7 +29,7 @@ func watchCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "watch WORKFLOW_ID",
 		Example: "  starter watch " + exampleID,
-		Short:   "Re-attach to a session from any terminal: the transcript so far, then live events",
+		Short:   "Re-attach to a session from any terminal: the transcript so far, then live events; Esc, Ctrl+C or q detaches, x cancels",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := newPrinter(output, g.stdout)
@@ -60,8 +60,14 @@ func watchCmd(g *globals) *cobra.Command {
 				if err := sc.AttachSink(ctx, wid, sink.URL()); err != nil {
 					p.info("the session is not running; its transcript is above")
 				}
-				f := &follower{c: sc, workflowID: wid, p: p, sink: sink, interactive: output == "text" && stdinIsTerminal(), attached: true}
+				f := &follower{c: sc, workflowID: wid, p: p, sink: sink, interactive: interactive(p), attached: true}
+				if d, err := c.DescribeWorkflowExecution(ctx, wid, ""); err == nil && d.GetWorkflowExecutionInfo().GetStartTime() != nil {
+					f.started = d.GetWorkflowExecutionInfo().GetStartTime().AsTime()
+				}
 				sum, err := f.follow(ctx, sc.Run(ctx, wid))
+				if errors.Is(err, errDetached) {
+					return nil
+				}
 				if err != nil {
 					return err
 				}

@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/tui"
+)
+
+// sessionStatus is a workflow's execution status as the server reports it.
+func sessionStatus(t *testing.T, wid string) enumspb.WorkflowExecutionStatus {
+	t.Helper()
+	d, err := env.Client().DescribeWorkflowExecution(context.Background(), wid, "")
+	if err != nil {
+		t.Fatalf("describing %s: %v", wid, err)
+	}
+	return d.GetWorkflowExecutionInfo().GetStatus()
+}
+
+// TestWatchDetaches: `starter watch` in a terminal is a viewer of a session another starter
+// started. Esc, Ctrl+C and q at its terminal, and SIGTERM and SIGHUP sent to it, each end the
+// watch with exit 0, say the session goes on, and leave it running; x asks before it cancels, n
+// goes back, and x then y cancels the session.
+func TestWatchDetaches(t *testing.T) {
+	environ := env.StarterEnv(t, "KEEL_TOOLS_APPROVAL=writes")
+	origin := startLiveEnv(t, environ, "demo", "--inject", "long_command", "-o", "jsonl")
+	wid := origin.workflowID()
+	// The session waits for the approval of its first command until someone decides it: it runs
+	// as long as the test needs.
+	origin.waitEvent(60*time.Second, "approval request", func(e contract.Event) bool { return e.Event == contract.EventApproval })
+
+	watch := func(t *testing.T) *tmuxShell {
+		s := startShell(t, environ)
+		s.typeLine(starter + " watch " + wid + `; echo "exit=$?"`)
+		s.waitText(30*time.Second, tui.WatchHelp)
+		return s
+	}
+	cases := []struct {
+		name string
+		send func(s *tmuxShell)
+		what string
+	}{
+		{"esc", func(s *tmuxShell) { s.key("Escape") }, "detached (Esc)"},
+		{"ctrl-c", func(s *tmuxShell) { s.key("C-c") }, "detached (Ctrl+C)"},
+		{"q", func(s *tmuxShell) { s.key("q") }, "detached (q)"},
+		{"sigterm", func(s *tmuxShell) { _ = s.foreground().Signal(syscall.SIGTERM) }, "detached (terminated by a signal (SIGTERM))"},
+		{"sighup", func(s *tmuxShell) { _ = s.foreground().Signal(syscall.SIGHUP) }, "detached (the terminal hung up (SIGHUP))"},
+	}
+	t.Run("clock", func(t *testing.T) {
+		// The session's clock counts from its start: attach when it is 12 s old at least, so a clock
+		// that counts from attaching shows less.
+		d, err := env.Client().DescribeWorkflowExecution(t.Context(), wid, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		started := d.GetWorkflowExecutionInfo().GetStartTime().AsTime()
+		waitFor(60*time.Second, func() bool { return time.Since(started) >= 12*time.Second })
+		s := watch(t)
+		clock := regexp.MustCompile(`· session (\d{2,}s|\d+m \d\ds) · .*esc detaches`)
+		s.waitScreen(10*time.Second, "a status line with the session's age", func(sc string) bool { return clock.MatchString(sc) })
+		s.key("q")
+		if code := s.waitExit(20 * time.Second); code != "0" {
+			t.Fatalf("exit %s, want 0:\n%s", code, s.screen())
+		}
+	})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := watch(t)
+			tc.send(s)
+			if code := s.waitExit(20 * time.Second); code != "0" {
+				t.Fatalf("exit %s, want 0:\n%s", code, s.screen())
+			}
+			sc := s.waitText(5*time.Second, tc.what)
+			if !strings.Contains(sc, "session "+wid+" goes on") || strings.Contains(sc, "cancelling") {
+				t.Fatalf("the watcher did not say the session goes on, or cancelled it:\n%s", sc)
+			}
+			if st := sessionStatus(t, wid); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				t.Fatalf("the session is %s after the watcher left, want running", st)
+			}
+		})
+	}
+	t.Run("x cancels after y", func(t *testing.T) {
+		s := watch(t)
+		s.key("x")
+		s.waitText(10*time.Second, tui.CancelConfirmText)
+		s.key("n")
+		s.waitText(10*time.Second, tui.NotCancelled)
+		if st := sessionStatus(t, wid); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			t.Fatalf("the session is %s after x then n, want running", st)
+		}
+		s.key("x")
+		s.waitScreen(10*time.Second, "the second question", func(sc string) bool { return strings.Count(sc, tui.CancelConfirmText) == 2 })
+		s.key("y")
+		if code := s.waitExit(30 * time.Second); code != "130" {
+			t.Fatalf("exit %s after x then y, want 130 (cancelled):\n%s", code, s.screen())
+		}
+		s.waitText(5*time.Second, tui.WatchCancelReason)
+		if r := origin.finish(); r.Summary.Status != contract.StatusCancelled {
+			t.Fatalf("the session ended %q, want cancelled:\n%s", r.Summary.Status, r.Stdout)
+		}
+	})
+}
