@@ -43,15 +43,15 @@ func cancelCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "cancel WORKFLOW_ID",
 		Example: "  starter cancel " + exampleID + " --reason \"wrong task\"",
-		Short:   "Cancel a running session: its turn, model stream and commands stop",
+		Short:   "Cancel a running session: its turn, model stream and commands stop; one no worker takes is terminated",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
-				err := session.Client{Temporal: c}.Cancel(ctx, args[0], contract.CancelRequest{Reason: reason, By: currentUser()})
+				res, err := session.Client{Temporal: c}.CancelOrEnd(ctx, args[0], contract.CancelRequest{Reason: reason, By: currentUser()}, CancelWait)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(g.stdout, "cancel sent to %s\n", args[0])
+				fmt.Fprintln(g.stdout, res.Message)
 				return nil
 			})
 		},
