@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/textfmt"
+	"github.com/keelrun/keel/internal/tools"
 )
 
 // printer shows a session to the user, as text for people or as one JSON object per line.
@@ -84,11 +86,11 @@ func (t *textPrinter) event(e contract.Event) {
 	case contract.EventToolCall:
 		t.line(fmt.Sprintf("→ %s %s", e.Tool, sanitize(clip(e.Arguments, 160))))
 	case contract.EventToolResult:
-		mark := "✓"
-		if e.IsError {
-			mark = "✗"
+		if e.IsError || tools.CommandFailed(e.Text) {
+			t.line("  ✗ " + failedLines(sanitize(e.Text), 4))
+			break
 		}
-		t.line(fmt.Sprintf("  %s %s", mark, firstLines(sanitize(e.Text), 3)))
+		t.line(fmt.Sprintf("  ✓ %s", firstLines(sanitize(e.Text), 3)))
 	case contract.EventMessage:
 		switch {
 		case e.Class == contract.RoleTool:
@@ -204,4 +206,28 @@ func firstLines(s string, n int) string {
 		return strings.Join(lines, "\n    ")
 	}
 	return strings.Join(lines[:n], "\n    ") + fmt.Sprintf("\n    … (%d more lines)", len(lines)-n)
+}
+
+// failedLines shows a failed call's result: its first line (what failed) and the last n lines of
+// the rest, where a failing command prints why (the output's first lines are mostly the command
+// starting up).
+func failedLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	head, rest := lines[0], lines[1:]
+	if i := slices.Index(rest, "Output:"); i >= 0 {
+		rest = rest[i+1:]
+	}
+	for len(rest) > 0 && strings.TrimSpace(rest[0]) == "" {
+		rest = rest[1:]
+	}
+	var b strings.Builder
+	b.WriteString(head)
+	if len(rest) > n {
+		fmt.Fprintf(&b, "\n    … (%d earlier lines)", len(rest)-n)
+		rest = rest[len(rest)-n:]
+	}
+	for _, l := range rest {
+		b.WriteString("\n    " + l)
+	}
+	return b.String()
 }
