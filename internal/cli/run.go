@@ -43,7 +43,12 @@ func runCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg, err := g.load(cmd, nil)
+			// The model's key is a worker's setting: only --dev, which runs a worker here, needs it.
+			prog := config.Starter
+			if dev {
+				prog |= config.Worker
+			}
+			cfg, err := g.loadFor(cmd, prog, nil)
 			if err != nil {
 				return withFakeHint(err)
 			}

@@ -30,7 +30,8 @@ func TestMistakesAreExplained(t *testing.T) {
 		}
 	})
 	t.Run("missing key", func(t *testing.T) {
-		code, out := starterOut(t, environ, "run", "--workdir", t.TempDir(), "say hi")
+		// Only --dev needs the key: it runs a worker in the starter.
+		code, out := starterOut(t, environ, "run", "--dev", "--workdir", t.TempDir(), "say hi")
 		for _, want := range []string{"gateway.api_key", "KEEL_GATEWAY_API_KEY", "KEEL_GATEWAY_FAKE=true", "gateway.fake: true", "--dev"} {
 			if code != 2 || !strings.Contains(out, want) {
 				t.Fatalf("exit %d, want 2 and %q:\n%s", code, want, out)
