@@ -47,6 +47,9 @@ func cancelCmd(g *globals) *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
+				if err := resolveArg(ctx, c, &args[0]); err != nil {
+					return err
+				}
 				res, err := session.Client{Temporal: c}.CancelOrEnd(ctx, args[0], contract.CancelRequest{Reason: reason, By: currentUser()}, CancelWait)
 				if err != nil {
 					return err
@@ -76,6 +79,9 @@ func answerCmd(g *globals) *cobra.Command {
 				return usageErr("edit needs --text (corrected arguments or an instruction for the model)")
 			}
 			return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
+				if err := resolveArg(ctx, c, &args[0]); err != nil {
+					return err
+				}
 				res, err := answerSession(ctx, session.Client{Temporal: c}, args[0], contract.Answer{
 					EscalationID: args[1], Action: action, Text: text, By: currentUser(), Via: "cli",
 				})
@@ -213,6 +219,9 @@ func sendSay(g *globals, cmd *cobra.Command, workflowID, text string, interrupt 
 		return usageErr("the message is %d bytes; the most a message may have is %d", len(text), contract.MaxSayBytes)
 	}
 	return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
+		if err := resolveArg(ctx, c, &workflowID); err != nil {
+			return err
+		}
 		res, err := session.Client{Temporal: c}.Say(ctx, workflowID, contract.Say{Text: text, By: currentUser(), Via: "cli", Interrupt: interrupt})
 		refused := ""
 		if r, ok := errors.AsType[*session.RefusedError](err); ok {

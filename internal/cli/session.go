@@ -151,6 +151,17 @@ func modelLabel(cfg config.Config, in contract.SessionInput) string {
 	return s + " (the workers' gateway settings; theirs decide when they differ)"
 }
 
+// resolveArg replaces *id, a session ID as a person typed it (whole, or a unique prefix of it or
+// of its short suffix), with the workflow ID it names.
+func resolveArg(ctx context.Context, c client.Client, id *string) error {
+	full, err := session.Client{Temporal: c}.Resolve(ctx, *id)
+	if err != nil {
+		return err
+	}
+	*id = full
+	return nil
+}
+
 // uiLink is the session's page in the Web UI, or "" when temporal.ui_url says none runs.
 func uiLink(cfg config.Config, workflowID string) string {
 	if cfg.Temporal.UIURL == "" {

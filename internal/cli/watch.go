@@ -37,6 +37,9 @@ func watchCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return withStore(g, cmd, func(ctx context.Context, cfg config.Config, c client.Client, st store.Store) error {
+				if err := resolveArg(ctx, c, &args[0]); err != nil {
+					return err
+				}
 				wid := args[0]
 				nameSession(p, wid)
 				sc := session.Client{Temporal: c}
@@ -101,6 +104,9 @@ func forkCmd(g *globals) *cobra.Command {
 				return usageErr("--turn must be 0 or more")
 			}
 			return withStore(g, cmd, func(ctx context.Context, cfg config.Config, c client.Client, st store.Store) error {
+				if err := resolveArg(ctx, c, &args[0]); err != nil {
+					return err
+				}
 				in, err := startedInput(ctx, c, args[0])
 				if err != nil {
 					return err
