@@ -66,11 +66,15 @@ func cancelCmd(g *globals) *cobra.Command {
 func answerCmd(g *globals) *cobra.Command {
 	var text string
 	cmd := &cobra.Command{
-		Use:     "answer WORKFLOW_ID ESCALATION_ID retry|edit|abort [--text ...]",
-		Example: "  starter answer " + exampleID + " esc-9f86d081-1 retry\n  starter answer " + exampleID + " esc-9f86d081-1 edit --text \"read calc.go before you change it\"\n  (starter escalations lists the pending ones with their IDs)",
+		Use:     "answer WORKFLOW_ID [ESCALATION_ID] retry|edit|abort [--text ...]",
+		Example: "  starter answer " + exampleID + " retry\n  starter answer " + exampleID + " esc-9f86d081-1 edit --text \"read calc.go before you change it\"\n  (without ESCALATION_ID: the one the session waits on; starter escalations lists the pending ones with their IDs)",
 		Short:   "Answer a pending escalation",
-		Args:    cobra.ExactArgs(3),
+		Args:    cobra.RangeArgs(2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 2 {
+				// No escalation named: the one the session waits on, looked up below.
+				args = []string{args[0], "", args[1]}
+			}
 			action := args[2]
 			if !slices.Contains([]string{contract.ActionRetry, contract.ActionEdit, contract.ActionAbort}, action) {
 				return usageErr("action %q is not one of retry, edit, abort", action)
@@ -81,6 +85,16 @@ func answerCmd(g *globals) *cobra.Command {
 			return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
 				if err := resolveArg(ctx, c, &args[0]); err != nil {
 					return err
+				}
+				if args[1] == "" {
+					st, err := session.Client{Temporal: c}.Status(ctx, args[0])
+					if err != nil {
+						return err
+					}
+					if !session.AwaitsAnswer(st.Escalation) {
+						return &exitError{code: ExitFailure, err: fmt.Errorf("session %s has no escalation waiting for an answer", args[0])}
+					}
+					args[1] = st.Escalation.ID
 				}
 				res, err := answerSession(ctx, session.Client{Temporal: c}, args[0], contract.Answer{
 					EscalationID: args[1], Action: action, Text: text, By: currentUser(), Via: "cli",

@@ -19,7 +19,7 @@ func TestArgumentErrorsShowUsage(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"answer", "onlyone"}, []string{"accepts 3 arg(s), received 1", "usage: starter answer WORKFLOW_ID ESCALATION_ID retry|edit|abort", "example:", "starter answer " + exampleID + " esc-", "edit --text"}},
+		{[]string{"answer", "onlyone"}, []string{"accepts between 2 and 3 arg(s), received 1", "usage: starter answer WORKFLOW_ID [ESCALATION_ID] retry|edit|abort", "example:", "starter answer " + exampleID + " esc-", "edit --text"}},
 		{[]string{"cancel"}, []string{"accepts 1 arg(s), received 0", "usage: starter cancel WORKFLOW_ID", "starter cancel " + exampleID}},
 		{[]string{"say", "only-the-id"}, []string{"usage: starter say WORKFLOW_ID TEXT", "starter say " + exampleID}},
 		{[]string{"fork"}, []string{"usage: starter fork WORKFLOW_ID --turn N", "--turn 3"}},

@@ -23,7 +23,7 @@ func TestMistakesAreExplained(t *testing.T) {
 	environ := env.StarterEnv(t)
 	t.Run("argument error", func(t *testing.T) {
 		code, out := starterOut(t, environ, "answer", "onlyone")
-		for _, want := range []string{"accepts 3 arg(s), received 1", "usage: starter answer WORKFLOW_ID ESCALATION_ID retry|edit|abort", "example:"} {
+		for _, want := range []string{"accepts between 2 and 3 arg(s), received 1", "usage: starter answer WORKFLOW_ID [ESCALATION_ID] retry|edit|abort", "example:"} {
 			if code != 2 || !strings.Contains(out, want) {
 				t.Fatalf("exit %d, want 2 and %q:\n%s", code, want, out)
 			}
