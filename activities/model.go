@@ -13,6 +13,7 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/gateway"
 	"github.com/keelrun/keel/internal/metrics/record"
+	"github.com/keelrun/keel/internal/textfmt"
 	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
@@ -181,7 +182,7 @@ func (a *Activities) modelError(ctx context.Context, req contract.ModelRequest, 
 		wait := b.Wait(attempt, d.RetryAfter)
 		record.ModelAttempt(mh, d.Class, record.AttemptRetry)
 		record.ModelRetry(mh, d.Class, wait)
-		line := fmt.Sprintf("%s; waiting %d ms before attempt %d", d.Message, wait.Milliseconds(), attempt+1)
+		line := fmt.Sprintf("%s; waiting %s before attempt %d", d.Message, textfmt.Duration(wait), attempt+1)
 		activity.GetLogger(ctx).Info("model call will be retried", "class", d.Class, "wait", wait, "attempt", attempt)
 		a.Events.Publish(ctx, req.Sinks, contract.Event{
 			Event: contract.EventRetry, WorkflowID: req.SessionID, Turn: req.Turn, Text: line,
