@@ -101,6 +101,9 @@ func TestSecondEscStaysOut(t *testing.T) {
 	s := startShell(t, env.StarterEnv(t, "KEEL_TOOLS_APPROVAL=writes"))
 	s.typeLine(starter + ` demo --inject long_command; echo "exit=$?"`)
 	s.waitText(60*time.Second, "[y]es / [n]o")
+	// Esc at the approval prompt denies the call; approve it, and cancel while it runs.
+	s.key("y")
+	s.waitText(30*time.Second, "→ run_command")
 	s.key("Escape")
 	// The person's second press, as people press it: a fixed moment later, not on a condition.
 	time.Sleep(200 * time.Millisecond)

@@ -107,3 +107,22 @@ func TestWatchDetaches(t *testing.T) {
 		}
 	})
 }
+
+// TestEscDeniesApproval: Esc at the approval prompt of the starter's own session denies the call
+// and the session goes on (no cancel); Ctrl+C still cancels it.
+func TestEscDeniesApproval(t *testing.T) {
+	r := startTTY(t, env.StarterEnv(t, "KEEL_TOOLS_APPROVAL=writes"), "demo", "--inject", "long_command")
+	r.waitSeen(t, 60*time.Second, "[y]es / [n]o")
+	r.master.Write([]byte{0x1b})
+	r.waitSeen(t, 30*time.Second, "run_command denied by")
+	if r.seen("cancelling") || r.cmd.ProcessState != nil {
+		t.Fatalf("Esc at the approval prompt cancelled the session:\n%s", r.text())
+	}
+	r.master.Write([]byte{0x03})
+	if code := r.exit(t, 60*time.Second); code != 130 {
+		t.Fatalf("exit %d after Ctrl+C, want 130:\n%s", code, r.text())
+	}
+	if !r.canonical(t) {
+		t.Fatal("the terminal was left in raw mode")
+	}
+}

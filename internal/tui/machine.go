@@ -29,7 +29,8 @@ const (
 	ConfirmingAbort
 	// Editing sends keys to the line editor until Enter; Esc goes back.
 	Editing
-	// AskingApproval asks whether a tool call may run: y approves, n denies.
+	// AskingApproval asks whether a tool call may run: y approves, n or Esc denies (the session
+	// goes on), Ctrl+C cancels the session.
 	AskingApproval
 	// ConfirmingCancel asks a watcher "cancel the session?": y cancels, anything else goes back.
 	ConfirmingCancel
@@ -322,6 +323,13 @@ func (m Model) key(k Key) (Model, []Effect) {
 	case Editing:
 		// The follower sends what is typed in the editor as EditInput; a Key here means the same.
 		return m.editInput(k.bytes())
+	}
+	if k.Esc && m.State == AskingApproval && !m.Watching {
+		// Esc at the approval prompt is "no, not this": the call is denied and the session goes on
+		// (the model reads the denial); Ctrl+C still cancels the session.
+		a := m.Approval
+		m.State, m.Approval = Following, nil
+		return m, []Effect{SendApproval{contract.ApprovalDecision{CallID: a.CallID, Digest: a.Digest}}}
 	}
 	if k.Cancel {
 		return m.interrupt(k)

@@ -110,6 +110,8 @@ func TestStep(t *testing.T) {
 		// AskingApproval
 		{"approving: y approves", approving, Key{Ch: 'y'}, with(following, func(m *Model) { m.Offered = "c1" }), []Effect{SendApproval{contract.ApprovalDecision{CallID: "c1", Digest: "d1", Approve: true}}}},
 		{"approving: N denies", approving, Key{Ch: 'N'}, with(following, func(m *Model) { m.Offered = "c1" }), []Effect{SendApproval{contract.ApprovalDecision{CallID: "c1", Digest: "d1"}}}},
+		{"approving: Esc denies and the session goes on", approving, Key{Cancel: true, Esc: true}, with(following, func(m *Model) { m.Offered = "c1" }), []Effect{SendApproval{contract.ApprovalDecision{CallID: "c1", Digest: "d1"}}}},
+		{"watching: Esc at the approval detaches", with(approving, func(m *Model) { m.Watching = true }), Key{Cancel: true, Esc: true}, with(detached, func(m *Model) { m.Offered = "c1" }), []Effect{Detach{What: DetachEsc}}},
 		{"approving: r does nothing", approving, Key{Ch: 'r'}, approving, nil},
 		{"approving: still waiting", approving, Status{Approval: call}, approving, nil},
 		{"approving: decided elsewhere closes it", approving, Status{}, with(following, func(m *Model) { m.Offered = "c1" }), nil},
