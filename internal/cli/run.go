@@ -111,7 +111,7 @@ func runCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&taskFile, "task-file", "", "read the task from FILE (- for standard input) instead of the argument; one argument is capped at 128 KiB")
 	outputFlag(cmd, &output)
 	addLimitFlags(cmd)
-	config.AddFlags(cmd.Flags(), config.GatewayBaseURL)
+	config.AddFlags(cmd.Flags(), config.GatewayBaseURL, config.ToolsApproval)
 	cmd.Flags().StringVar(&keyRef, "api-key-ref", "", "the NAME of the API key the workers send to --base-url, declared in their gateway.keys; never the key itself (default: the key the workers declare for that base URL)")
 	return cmd
 }

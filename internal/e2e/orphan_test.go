@@ -136,8 +136,9 @@ func TestCancelEndsUntakenSession(t *testing.T) {
 	})
 	t.Run("worker gone", func(t *testing.T) {
 		t.Parallel()
-		environ := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true", "KEEL_TOOLS_APPROVAL=writes")
-		l := startLiveEnv(t, environ, "run", "--dev", "--workdir", t.TempDir(), "-o", "jsonl", fakegw.WithMode("fix the test", fakegw.ModeLongCommand))
+		environ := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true")
+		// run --approval writes: the session waits for the approval of its first command.
+		l := startLiveEnv(t, environ, "run", "--dev", "--approval", "writes", "--workdir", t.TempDir(), "-o", "jsonl", fakegw.WithMode("fix the test", fakegw.ModeLongCommand))
 		wid := l.workflowID()
 		t.Cleanup(func() { _ = env.Client().TerminateWorkflow(t.Context(), wid, "", "test cleanup") })
 		l.waitEvent(60*time.Second, "approval request", func(e contract.Event) bool { return e.Event == contract.EventApproval })
