@@ -73,6 +73,11 @@ func runCmd(g *globals) *cobra.Command {
 				defer stop()
 			}
 			c, err := app.Dial(ctx, cfg)
+			if err != nil && !dev {
+				// No Temporal answers where the configuration says: a configuration problem (exit 2),
+				// and the first run of someone without a server.
+				return &exitError{code: ExitUsage, err: fmt.Errorf("%w; add --dev to bring up a local dev server and a worker for this run, or start `starter dev` in another terminal", err)}
+			}
 			if err != nil {
 				return err
 			}

@@ -38,6 +38,13 @@ func TestMistakesAreExplained(t *testing.T) {
 			}
 		}
 	})
+	t.Run("no server", func(t *testing.T) {
+		noServer := append(append([]string(nil), environ...), "KEEL_TEMPORAL_ADDRESS=127.0.0.1:1")
+		code, out := starterOut(t, noServer, "run", "--workdir", t.TempDir(), "say hi")
+		if code != 2 || !strings.Contains(out, "127.0.0.1:1") || !strings.Contains(out, "--dev") {
+			t.Fatalf("exit %d, want 2 naming the address and --dev:\n%s", code, out)
+		}
+	})
 	t.Run("unknown key", func(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "keel.yaml")
 		if err := os.WriteFile(file, []byte("limits:\n  max_turn: 3\n"), 0o600); err != nil {
