@@ -11,9 +11,11 @@ import (
 	"github.com/keelrun/keel/internal/textfmt"
 )
 
-// statusWidth is the width the status line always fits in, the narrowest terminal it is made for:
-// what runs is shortened first, so the session's time, tokens and "esc to interrupt" stay whole.
-const statusWidth = 80
+// statusWidth is the width the status line always fits in: an 80-column terminal, the narrowest
+// it is made for, less the last column, which the screen never writes (a character there would
+// wrap the row). What runs is shortened first, so the session's time, tokens and "esc to
+// interrupt" stay whole.
+const statusWidth = 79
 
 // tailLines is how many lines of a running command's output the status region shows.
 const tailLines = 4
