@@ -59,7 +59,7 @@ func cancelCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&reason, "reason", "cancelled from the command line", "why, for the transcript")
+	cmd.Flags().StringVar(&reason, "reason", "from the command line", "why, for the transcript")
 	return cmd
 }
 

@@ -49,7 +49,7 @@ func TestFirstSignalWaitsBounded(t *testing.T) {
 		reason string
 		twice  bool
 	}{
-		{name: "ctrl-c", send: func(s *tmuxShell) { s.key("C-c") }, reason: "cancelling: cancelled at the terminal"},
+		{name: "ctrl-c", send: func(s *tmuxShell) { s.key("C-c") }, reason: "cancelling: at the terminal"},
 		{name: "sigterm", send: func(s *tmuxShell) { _ = s.foreground().Signal(syscall.SIGTERM) }, reason: "cancelling: terminated by a signal (SIGTERM)"},
 		{name: "second sigterm", send: func(s *tmuxShell) { _ = s.foreground().Signal(syscall.SIGTERM) }, reason: "cancelling: terminated by a signal (SIGTERM)", twice: true},
 	}

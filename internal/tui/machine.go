@@ -164,8 +164,10 @@ const (
 	NotAborted    = "not aborted"
 	// EditPrompt is the line editor's prompt.
 	EditPrompt = "edit> "
-	// KeyCancelReason is the reason a cancel key gives; SecondKey what leaves after it.
-	KeyCancelReason = "cancelled at the terminal"
+	// KeyCancelReason is the reason a cancel key gives; SecondKey what leaves after it. Reasons
+	// say where the cancel came from, not that it is one: the session's summary reads "cancelled:
+	// at the terminal", never "cancelled: cancelled ...".
+	KeyCancelReason = "at the terminal"
 	SecondKey       = "a second Esc or Ctrl+C"
 	SecondSignal    = "a second signal"
 	// WatchHelp says what a watcher's keys do; CancelConfirmText asks before a watcher cancels.
@@ -173,7 +175,7 @@ const (
 	CancelConfirmText = "cancel the session? It ends now, as cancelled. [y]es / [n]o"
 	NotCancelled      = "not cancelled; still watching"
 	// WatchCancelReason is the reason a watcher's confirmed cancel gives.
-	WatchCancelReason = "cancelled from a watching terminal"
+	WatchCancelReason = "from a watching terminal"
 	// Names of what detached a watcher.
 	DetachEsc   = "Esc"
 	DetachCtrlC = "Ctrl+C"
