@@ -135,3 +135,23 @@ func TestListRows(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpGroups: --help lists the commands in groups, how to start a session first, then how to
+// watch and answer one, and every command is in one.
+func TestHelpGroups(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := Main(context.Background(), []string{"--help"}, &out, &errOut); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	help := out.String()
+	start, steer, operate := strings.Index(help, "Start here:"), strings.Index(help, "Watch and answer:"), strings.Index(help, "Operate:")
+	if start < 0 || steer < start || operate < steer || strings.Contains(help, "Additional Commands") {
+		t.Fatalf("the groups are missing or out of order:\n%s", help)
+	}
+	if run := strings.Index(help, "\n  run "); run < start || run > steer {
+		t.Fatalf("run is not under Start here:\n%s", help)
+	}
+	if watch := strings.Index(help, "\n  watch "); watch < steer || watch > operate {
+		t.Fatalf("watch is not under Watch and answer:\n%s", help)
+	}
+}
