@@ -70,6 +70,8 @@ type Model struct {
 	// once even after its question closed.
 	Asked   string
 	Offered string
+	// Back is the state a watcher's "cancel the session?" goes back to when the answer is no.
+	Back State
 }
 
 // Event is something that happened: one of Status, Key, EditInput, EditDone, Answered, Signal,
@@ -306,11 +308,13 @@ func (m Model) key(k Key) (Model, []Effect) {
 	case ConfirmingCancel:
 		switch {
 		case k.Cancel && !k.Esc:
+			m.Back = Following
 			return m.detach(DetachCtrlC)
 		case !k.Cancel && (k.Ch == 'y' || k.Ch == 'Y'):
+			m.Back = Following
 			return m.cancel(WatchCancelReason, SecondKey)
 		}
-		m.State = Following
+		m.State, m.Back = m.Back, Following
 		return m, []Effect{Info{NotCancelled}}
 	case ConfirmingAbort:
 		switch {
@@ -340,8 +344,9 @@ func (m Model) key(k Key) (Model, []Effect) {
 	switch {
 	case m.Watching && ch == "q":
 		return m.detach(DetachQuit)
-	case m.Watching && ch == "x" && m.State == Following:
-		m.State = ConfirmingCancel
+	case m.Watching && ch == "x":
+		// From any question too (x answers none): n goes back to it.
+		m.Back, m.State = m.State, ConfirmingCancel
 		return m, []Effect{Info{CancelConfirmText}}
 	case m.State == AskingApproval && (ch == "y" || ch == "n"):
 		a := m.Approval
