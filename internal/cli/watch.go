@@ -52,8 +52,20 @@ func watchCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				for _, m := range tr {
-					p.event(messageEvent(m))
+				// The session's events so far go where they happened in the transcript; the
+				// follower then prints only newer ones.
+				var evs []contract.Event
+				seen := 0
+				qctx, cancelQuery := context.WithTimeout(ctx, 5*time.Second)
+				if status, err := sc.LiveStatus(qctx, wid); err == nil {
+					evs = status.Events
+					for _, e := range evs {
+						seen = max(seen, e.Seq)
+					}
+				}
+				cancelQuery()
+				for _, e := range interleave(tr, evs) {
+					p.event(e)
 				}
 				sink, err := events.Listen(cfg.Events.Host)
 				if err != nil {
@@ -63,7 +75,7 @@ func watchCmd(g *globals) *cobra.Command {
 				if err := sc.AttachSink(ctx, wid, sink.URL()); err != nil {
 					p.info("the session is not running; its transcript is above")
 				}
-				f := &follower{c: sc, workflowID: wid, p: p, sink: sink, interactive: interactive(p), attached: true}
+				f := &follower{c: sc, workflowID: wid, p: p, sink: sink, interactive: interactive(p), attached: true, seen: seen}
 				if d, err := c.DescribeWorkflowExecution(ctx, wid, ""); err == nil && d.GetWorkflowExecutionInfo().GetStartTime() != nil {
 					f.started = d.GetWorkflowExecutionInfo().GetStartTime().AsTime()
 				}
@@ -169,10 +181,7 @@ func showEnded(ctx context.Context, st store.Store, sum contract.Summary, p prin
 	if err != nil {
 		return err
 	}
-	for _, m := range msgs {
-		p.event(messageEvent(m))
-	}
-	for _, e := range sum.Events {
+	for _, e := range interleave(msgs, sum.Events) {
 		p.event(e)
 	}
 	p.summary(sum)

@@ -86,6 +86,26 @@ func TestWatchDetaches(t *testing.T) {
 			}
 		})
 	}
+	t.Run("order", func(t *testing.T) {
+		// Approve the first call; once the session asks for the next one, a watcher shows the
+		// decision where it happened: before the approved command's result, not after the whole
+		// transcript.
+		if out, err := starterIn(environ, "approve", wid); err != nil {
+			t.Fatalf("approve: %v\n%s", err, out)
+		}
+		first := origin.waitEvent(60*time.Second, "the first approval", func(e contract.Event) bool { return e.Event == contract.EventApproval })
+		origin.waitEvent(90*time.Second, "the next approval", func(e contract.Event) bool { return e.Event == contract.EventApproval && e.Seq > first.Seq })
+		s := watch(t)
+		sc := s.screen()
+		decided, result := strings.Index(sc, "• answer: run_command approved by"), strings.Index(sc, "[run_command result]")
+		if decided < 0 || result < 0 || decided > result {
+			t.Fatalf("the approval's decision (at %d) does not come before the command's result (at %d):\n%s", decided, result, sc)
+		}
+		s.key("q")
+		if code := s.waitExit(20 * time.Second); code != "0" {
+			t.Fatalf("exit %s, want 0:\n%s", code, s.screen())
+		}
+	})
 	t.Run("x cancels after y", func(t *testing.T) {
 		s := watch(t)
 		s.key("x")
