@@ -55,3 +55,19 @@ func TestInterleave(t *testing.T) {
 		t.Fatalf("order:\n%q\nwant:\n%q", got, want)
 	}
 }
+
+// TestContinuedTranscript: a continued session keeps the whole transcript, counts its turns as
+// fork does (model replies, not Keel's own records), and puts the next instruction after it as the
+// person's.
+func TestContinuedTranscript(t *testing.T) {
+	msgs := []contract.Message{
+		{Role: contract.RoleUser, Content: "fix it"},
+		{Role: contract.RoleAssistant, Content: "r1"},
+		{Role: contract.RoleAssistant, Content: "cut", Note: "partial"},
+		{Role: contract.RoleAssistant, Content: "done"},
+	}
+	out, turns := continuedTranscript(msgs, "add a test")
+	if turns != 2 || len(out) != 5 || out[4].Role != contract.RoleUser || out[4].Content != contract.PersonPrefix+"add a test" {
+		t.Fatalf("turns %d, messages %+v", turns, out)
+	}
+}
