@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"syscall"
@@ -145,4 +146,25 @@ func TestEscDeniesApproval(t *testing.T) {
 	if !r.canonical(t) {
 		t.Fatal("the terminal was left in raw mode")
 	}
+}
+
+// TestContinueFinishedSession: `starter continue` goes on from a finished demo's end in a new
+// session: the whole transcript carried (its turns counted on), the same work directory, and at
+// least one more turn for the next instruction.
+func TestContinueFinishedSession(t *testing.T) {
+	environ := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true")
+	demo := startLiveEnv(t, environ, "demo", "-o", "jsonl").finish()
+	if demo.Code != 0 {
+		t.Fatalf("the demo exited %d:\n%s", demo.Code, demo.Stderr)
+	}
+	wid, ws := demo.Summary.WorkflowID, demo.Workspace()
+	r := startLiveEnv(t, environ, "continue", "--dev", wid[strings.LastIndexByte(wid, '-')+1:], "now say that you are done", "-o", "jsonl").finish()
+	want := fmt.Sprintf("continuing %s after its turn %d as ", wid, demo.Summary.Turns)
+	if !strings.Contains(r.Stdout, want) || !strings.Contains(r.Stdout, "in "+ws) {
+		t.Fatalf("continue does not say it goes on from turn %d of %s in %s:\n%s\n%s", demo.Summary.Turns, wid, ws, r.Stdout, r.Stderr)
+	}
+	if r.Summary.Turns <= demo.Summary.Turns {
+		t.Fatalf("the continued session ended after %d turns, want more than the %d it carried: %+v\n%s", r.Summary.Turns, demo.Summary.Turns, r.Summary, r.Stderr)
+	}
+	t.Logf("continued: %s after %d turns (%s)", r.Summary.Status, r.Summary.Turns, r.Summary.Reason)
 }
