@@ -48,6 +48,18 @@ type textPrinter struct {
 	midRow bool
 	// turn is the turn of the deltas being written.
 	turn int
+	// workdir is the session's work directory, for the diff under a write (callDiff).
+	workdir string
+}
+
+// showWorkdir tells a text printer the session's work directory, so a write shows what it
+// changes in the file there.
+func showWorkdir(p printer, dir string) {
+	if t, ok := p.(*textPrinter); ok {
+		t.mu.Lock()
+		t.workdir = dir
+		t.mu.Unlock()
+	}
 }
 
 // endRow ends a row that a reply left unfinished.
@@ -85,6 +97,9 @@ func (t *textPrinter) event(e contract.Event) {
 		// A running command's output: the status region shows its tail; the result has it all.
 	case contract.EventToolCall:
 		t.line(fmt.Sprintf("→ %s %s", e.Tool, sanitize(clip(e.Arguments, 160))))
+		if d := callDiff(t.workdir, e.Tool, e.Arguments); d != "" {
+			t.line(sanitize(d))
+		}
 	case contract.EventToolResult:
 		if e.IsError || tools.CommandFailed(e.Text) {
 			t.line("  ✗ " + failedLines(sanitize(e.Text), 4))

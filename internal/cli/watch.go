@@ -52,6 +52,9 @@ func watchCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if in, err := startedInput(ctx, c, wid); err == nil {
+					showWorkdir(p, in.Workdir)
+				}
 				// The session's events so far go where they happened in the transcript; the
 				// follower then prints only newer ones.
 				var evs []contract.Event

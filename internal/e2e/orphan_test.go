@@ -70,6 +70,10 @@ func TestPipeKeepsLineMode(t *testing.T) {
 	if !strings.Contains(out.String(), "→ ") {
 		t.Fatalf("the demo printed no tool call:\n%s", out.String())
 	}
+	// The fix of calc.go shows as a diff under its write: a line removed, a line added.
+	if !strings.Contains(out.String(), "\n    - ") || !strings.Contains(out.String(), "\n    + ") {
+		t.Errorf("the write of the fix shows no diff:\n%s", out.String())
+	}
 	if rawSeen {
 		t.Fatalf("the starter put the terminal in raw mode although its output went to a pipe:\n%s", out.String())
 	}
