@@ -208,13 +208,18 @@ func TestScriptedWorkerServesOnlyScripted(t *testing.T) {
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestActivityEnvironment()
 			env.RegisterActivityWithOptions(acts.CallModel, activity.RegisterOptions{Name: contract.CallModelActivity})
-			_, err := env.ExecuteActivity(contract.CallModelActivity, contract.ModelRequest{
+			val, err := env.ExecuteActivity(contract.CallModelActivity, contract.ModelRequest{
 				SessionID: "s-" + c.name, Turn: 1, ModelSettings: contract.ModelSettings{Model: "gpt-session", Endpoint: c.ep},
 				Append: []contract.Message{{Role: contract.RoleUser, Content: "say hi"}},
 			})
 			if c.served {
 				if err != nil || len(own.seen()) != before+1 {
 					t.Fatalf("not served by the scripted gateway: %v", err)
+				}
+				// The reply names the script as what answered, as attempts shows it.
+				var resp contract.ModelResponse
+				if err := val.Get(&resp); err != nil || resp.Model != activities.ScriptedLabel+"openai/gpt-session" {
+					t.Fatalf("the reply names %q (%v), want the scripted fake", resp.Model, err)
 				}
 				return
 			}

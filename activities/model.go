@@ -97,11 +97,20 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 	// does, and its history need not carry their encrypted content.
 	reply := resp.Message
 	reply.Reasoning = nil
+	model := chain.Route(i).Label(req.Model)
+	if a.Endpoints != nil && a.Endpoints.Scripted {
+		// The dev stack's script answered, whatever model name the call carried: attempts says so.
+		model = ScriptedLabel + model
+	}
 	return contract.ModelResponse{
 		Head: newHead, Message: reply, Usage: resp.Usage, Attempt: attempt,
-		Model: chain.Route(i).Label(req.Model), Fallback: i > 0,
+		Model: model, Fallback: i > 0,
 	}, nil
 }
+
+// ScriptedLabel starts the model a reply names when a dev stack's scripted fake gateway answered
+// it (the rest is the model name the call carried).
+const ScriptedLabel = "scripted fake, as "
 
 // chain is the configured fallback chain, or a chain of the gateway alone.
 func (a *Activities) chain() *gateway.Chain {

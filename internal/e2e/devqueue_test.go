@@ -67,6 +67,16 @@ func TestDevStackServesOnlyItsOwn(t *testing.T) {
 		if !strings.Contains(r.Stdout, "model: the scripted fake model") {
 			t.Fatalf("the start line does not say the scripted model serves the session:\n%s", r.Stdout)
 		}
+		// attempts says the same: every model call was answered by the script.
+		out, err := starterIn(environ, "attempts", r.Summary.WorkflowID)
+		if err != nil {
+			t.Fatalf("attempts: %v\n%s", err, out)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Contains(line, "CallModel") && !strings.Contains(line, "scripted fake, as ") {
+				t.Errorf("attempts does not say the scripted model answered: %s", line)
+			}
+		}
 	})
 
 	t.Run("run --base-url on the dev worker", func(t *testing.T) {
