@@ -12,7 +12,7 @@ import (
 // liveEvery is how often a running command's new output is posted to the session's sinks.
 const liveEvery = 250 * time.Millisecond
 
-// liveOutput posts a running command's output to the session's sinks while it runs, as output
+// liveOutput publishes a running command's output to the session's sinks while it runs, as output
 // events: at most one per liveEvery, each with at most contract.OutputEventMax bytes (the end of
 // what arrived since the last one). Best effort and bounded: the command writes into a buffer
 // that never blocks, and a slow sink delays only the next event. It returns nil and a no-op when
@@ -87,4 +87,11 @@ func withLiveOutput(ctx context.Context, w io.Writer) context.Context {
 func liveOutputOf(ctx context.Context) io.Writer {
 	w, _ := ctx.Value(liveKey{}).(io.Writer)
 	return w
+}
+
+// endLive flushes a call's live events as its activity ends, so a watcher that keeps up has all of
+// them before the workflow moves on; one that stalls or cannot be reached is not waited for
+// (events.Publisher.Flush), and the worker logs what it dropped for it.
+func (a *Activities) endLive(ctx context.Context, sinks []string) {
+	a.Events.Flush(ctx, sinks)
 }

@@ -30,6 +30,7 @@ type attemptState struct {
 // does the retrying) or a non-retryable one carrying a contract.Failure.
 func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (contract.ModelResponse, error) {
 	attempt := req.PriorAttempts + int(activity.GetInfo(ctx).Attempt)
+	defer a.endLive(ctx, req.Sinks)
 
 	var prev attemptState
 	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &prev) == nil && prev.Deltas > 0 {
@@ -186,6 +187,11 @@ func (a *Activities) modelError(ctx context.Context, req contract.ModelRequest, 
 		return temporal.NewCanceledError(contract.Failure{Class: contract.ClassCancelled, Reason: "cancelled", Attempts: stream.attempt, Partial: partial})
 	}
 	attempt := stream.attempt
+	if f, ok := usageLimit(req, d, attempt, time.Now()); ok {
+		record.ModelAttempt(mh, f.Class, record.AttemptSurfaced)
+		activity.GetLogger(ctx).Info("model call hit a usage limit; the session waits for its reset", "reset", f.ResetAt, "attempt", attempt)
+		return surfaced(f)
+	}
 	if d.Handling == gateway.Retry && attempt < gateway.AttemptCap(d.Class) {
 		b := gateway.Backoff{Base: req.Retry.Base.Std(), Cap: req.Retry.Cap.Std(), Rand: a.Rand}
 		wait := b.Wait(attempt, d.RetryAfter)
@@ -211,6 +217,25 @@ func (a *Activities) modelError(ctx context.Context, req contract.ModelRequest, 
 		reason = fmt.Sprintf("%s; gave up after %d attempts", d.Message, attempt)
 	}
 	return surfaced(contract.Failure{Class: d.Class, Reason: reason, Attempts: attempt, Partial: partial})
+}
+
+// usageLimit turns a throttle whose server-asked wait lies beyond the retry cap into a usage
+// limit the session waits out on a durable timer, when the session asked for that
+// (ModelSettings.WaitLimits): an activity retry hours out would show nobody why or until when,
+// and would sit out a reset that lies after the session's deadline.
+func usageLimit(req contract.ModelRequest, d gateway.Diagnosis, attempt int, now time.Time) (contract.Failure, bool) {
+	limit := req.Retry.Cap.Std()
+	if limit <= 0 {
+		limit = gateway.DefaultBackoffCap
+	}
+	if !req.WaitLimits || d.Class != contract.ClassThrottle || d.Handling != gateway.Retry || d.RetryAfter <= limit {
+		return contract.Failure{}, false
+	}
+	at := now.Add(d.RetryAfter).UTC().Truncate(time.Second)
+	return contract.Failure{
+		Class: contract.ClassUsageLimit, Attempts: attempt, ResetAt: at,
+		Reason: fmt.Sprintf("%s: the limit resets at %s", d.Message, at.Format(time.RFC3339)),
+	}, true
 }
 
 // surfaced is the non-retryable error of a failure a person must see.

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -11,6 +12,7 @@ import (
 	"github.com/keelrun/keel/internal/tools"
 	"github.com/keelrun/keel/internal/tools/mcp"
 	"github.com/keelrun/keel/internal/tools/sandbox"
+	"github.com/keelrun/keel/internal/tools/snapshot"
 	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
@@ -20,10 +22,13 @@ import (
 // effects gets a claim before a tool that may change something starts and the outcome before the
 // activity reports, so a turn that never hears back can still tell what happened.
 func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (contract.ToolResult, error) {
+	defer a.endLive(ctx, req.Sinks)
 	a.Events.Publish(ctx, req.Sinks, contract.Event{
 		Event: contract.EventToolCall, WorkflowID: req.SessionID, Turn: req.Turn,
 		Tool: req.Call.Name, CallID: req.Call.ID, Arguments: req.Call.Arguments,
 	})
+	// A watcher that keeps up sees the call before it starts; one that does not is not waited for.
+	a.Events.Flush(ctx, req.Sinks)
 	key := ledgerKey(ctx, req.SessionID, req.Turn, req.Call.ID)
 	var res contract.ToolResult
 	if a.claim(ctx, key, req) {
@@ -151,7 +156,15 @@ func (a *Activities) snapshots(ctx context.Context, req contract.ToolRequest) fu
 		return func() {}
 	}
 	warn := func(err error) {
-		if err != nil {
+		var limit *snapshot.LimitError
+		switch {
+		case errors.As(err, &limit):
+			// A size limit: the operator's log says which, and so does the user's terminal,
+			// since a later fork of this turn will lack files.
+			activity.GetLogger(ctx).Warn("the work directory's snapshot for fork --turn reached a size limit", "turn", req.Turn, "error", err)
+			a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventNotice, WorkflowID: req.SessionID, Turn: req.Turn,
+				Text: limit.Error() + map[bool]string{false: "; a fork of this turn will not have them", true: "; a fork of this turn is refused"}[limit.Whole]})
+		case err != nil:
 			activity.GetLogger(ctx).Warn("the work directory's snapshot for fork --turn could not be taken", "turn", req.Turn, "error", err)
 		}
 	}

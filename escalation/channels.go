@@ -28,7 +28,7 @@ var channels = []Channel{
 		return &SlackNotifier{API: slack.New(e.Slack.BotToken, opts...), Channel: e.Slack.Channel}
 	}},
 	{Name: contract.ChannelGitHub, New: func(e config.Escalation) Notifier {
-		return &GitHubNotifier{BaseURL: e.GitHub.BaseURL, Token: e.GitHub.Token, Repo: e.GitHub.Repo, PR: e.GitHub.PR, HTTPClient: http.DefaultClient}
+		return &GitHubNotifier{BaseURL: e.GitHub.BaseURL, Token: e.GitHub.Token, Repo: e.GitHub.Repo, PR: e.GitHub.PR, Login: e.GitHub.Login, HTTPClient: http.DefaultClient}
 	}},
 	{Name: contract.ChannelWebhook, New: func(e config.Escalation) Notifier {
 		return &WebhookNotifier{URL: e.Webhook.URL, Secret: e.Webhook.Secret, HTTPClient: http.DefaultClient}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/google/go-github/v84/github"
 
@@ -45,6 +46,11 @@ type GitHubNotifier struct {
 	Repo       string
 	PR         int
 	HTTPClient *http.Client
+	// Login is who Token comments as; empty: asked of GitHub once. Only a comment by it counts
+	// as the notice already posted, so nobody else's comment can stand in for it.
+	Login string
+
+	self GitHubIdentity
 }
 
 // Name identifies the channel in logs and in EscalationPolicy.Channels.
@@ -65,7 +71,13 @@ func (g *GitHubNotifier) Notify(ctx context.Context, e contract.Escalation) erro
 		return err
 	}
 	owner, repo, _ := strings.Cut(pr.Repo, "/")
-	posted, err := hasMarker(ctx, c, pr, GitHubMarker(e.ID))
+	self := g.Login
+	if self == "" {
+		if self, err = g.self.Self(ctx, c); err != nil {
+			return err
+		}
+	}
+	posted, err := hasMarker(ctx, c, pr, self, GitHubMarker(e.ID))
 	if err != nil {
 		return err
 	}
@@ -119,8 +131,9 @@ func (g *GitHubNotifier) client() (*github.Client, error) {
 }
 
 // hasMarker pages through the pull request's comments (by GitHub's Link header) looking for
-// the marker. It asks for page 1 by number, which every server answers the same way.
-func hasMarker(ctx context.Context, c *github.Client, pr contract.GitHubContext, marker string) (bool, error) {
+// the marker in a comment self wrote. It asks for page 1 by number, which every server answers
+// the same way.
+func hasMarker(ctx context.Context, c *github.Client, pr contract.GitHubContext, self, marker string) (bool, error) {
 	owner, repo, _ := strings.Cut(pr.Repo, "/")
 	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100, Page: 1}}
 	for {
@@ -129,7 +142,7 @@ func hasMarker(ctx context.Context, c *github.Client, pr contract.GitHubContext,
 			return false, apiError("listing comments of "+pr.String(), resp, err)
 		}
 		for _, cm := range comments {
-			if strings.Contains(cm.GetBody(), marker) {
+			if OwnComment(cm, self) && strings.Contains(cm.GetBody(), marker) {
 				return true, nil
 			}
 		}
@@ -138,6 +151,45 @@ func hasMarker(ctx context.Context, c *github.Client, pr contract.GitHubContext,
 		}
 		opts.Page = resp.NextPage
 	}
+}
+
+// GitHubIdentity is the login a GitHub token comments as, learned once. Keel's hidden markers
+// count only in comments by this login: anyone who can comment can type a marker, so a marker in
+// somebody else's comment must neither stand in for Keel's notice or reply nor be edited by Keel.
+type GitHubIdentity struct {
+	// Login, when set, is used as it is (a GitHub App's installation token cannot read GET /user:
+	// its login is "APP-SLUG[bot]").
+	Login string
+
+	mu      sync.Mutex
+	learned string
+}
+
+// Self returns the login: Login, else the one GET /user answered, asked once and kept.
+func (i *GitHubIdentity) Self(ctx context.Context, c *github.Client) (string, error) {
+	if i.Login != "" {
+		return i.Login, nil
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.learned != "" {
+		return i.learned, nil
+	}
+	u, resp, err := c.Users.Get(ctx, "")
+	if err != nil {
+		return "", fmt.Errorf("learning the GitHub login of the token (set escalation.github.login for a GitHub App): %w", apiError("reading GET /user", resp, err))
+	}
+	if u.GetLogin() == "" {
+		return "", errors.New("learning the GitHub login of the token: GET /user named no login (set escalation.github.login)")
+	}
+	i.learned = u.GetLogin()
+	return i.learned, nil
+}
+
+// OwnComment says whether self wrote the comment; logins compare as GitHub compares them,
+// without regard to case.
+func OwnComment(c *github.IssueComment, self string) bool {
+	return self != "" && strings.EqualFold(c.GetUser().GetLogin(), self)
 }
 
 // apiError turns GitHub's answer into a StatusError (so callers can tell a bad token from a

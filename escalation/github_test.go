@@ -1,6 +1,7 @@
 package escalation
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,8 +33,10 @@ func TestGitHubNotifier(t *testing.T) {
 		filler[i] = fmt.Sprintf("comment %d", i)
 	}
 	tests := []struct {
-		name       string
-		existing   []string
+		name     string
+		existing []string
+		// by is who wrote the existing comments; empty: the token's own login.
+		by         string
 		enterprise bool
 		wantPosts  int
 	}{
@@ -41,12 +44,13 @@ func TestGitHubNotifier(t *testing.T) {
 		{name: "through the GitHub Enterprise API root", enterprise: true, wantPosts: 1},
 		{name: "marker on the second page is found", existing: append(append([]string{}, filler...), "old\n"+GitHubMarker("esc-g1")), wantPosts: 0},
 		{name: "other escalations do not count", existing: []string{GitHubMarker("esc-other")}, wantPosts: 1},
+		{name: "the marker in somebody else's comment does not count", existing: []string{"fake\n" + GitHubMarker("esc-g1")}, by: "mallory", wantPosts: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			gh := startGitHub(t)
 			for _, body := range tt.existing {
-				_, err := gh.AddComment("acme/widgets", 7, "carol", body)
+				_, err := gh.AddComment("acme/widgets", 7, cmp.Or(tt.by, gh.Login()), body)
 				require.NoError(t, err)
 			}
 			base := gh.URL()
@@ -139,7 +143,7 @@ func TestGitHubNotifierErrors(t *testing.T) {
 		wantCode int
 		wantOp   string
 	}{
-		{name: "bad token", token: "wrong", pr: 7, wantCode: http.StatusUnauthorized, wantOp: "listing comments of acme/widgets#7"},
+		{name: "bad token", token: "wrong", pr: 7, wantCode: http.StatusUnauthorized, wantOp: "reading GET /user"},
 		{name: "unknown pull request", token: "ghp_test", pr: 99, wantCode: http.StatusNotFound, wantOp: "listing comments of acme/widgets#99"},
 	}
 	for _, tt := range tests {

@@ -35,10 +35,12 @@ func foldTurn(st contract.SessionState, turn int, res contract.TurnResult, outco
 		}
 		st = keepTranscript(st, res)
 		st.Usage, st.Counters = st.Usage.Add(res.Usage), st.Counters.Add(res.Counters)
+		st.ModelTokens = addModelTokens(st.ModelTokens, res.Model, res.Usage.Total())
 		return st, res.Events
 	case outcome == turnInterrupted && res.Head == "":
 		st.Turns = turn
 		st.Usage, st.Counters = st.Usage.Add(res.Usage), st.Counters.Add(res.Counters)
+		st.ModelTokens = addModelTokens(st.ModelTokens, res.Model, res.Usage.Total())
 		if res.Partial != "" {
 			st.Pending = append(slices.Clip(st.Pending), contract.Message{Role: contract.RoleAssistant, Content: res.Partial, Note: "interrupted"})
 		}
@@ -47,6 +49,7 @@ func foldTurn(st contract.SessionState, turn int, res contract.TurnResult, outco
 	st.Turns = turn
 	st = keepTranscript(st, res)
 	st.Usage, st.Counters = st.Usage.Add(res.Usage), st.Counters.Add(res.Counters)
+	st.ModelTokens = addModelTokens(st.ModelTokens, res.Model, res.Usage.Total())
 	if res.Counters.GatewayCalls > 0 && res.Usage.InputTokens > 0 {
 		st.LastInput = res.Usage.InputTokens
 	}

@@ -117,6 +117,7 @@ func (s *session) queryStatus() (contract.SessionStatus, error) {
 		Limits:     s.in.Limits,
 		Escalation: s.escalation,
 		Approval:   s.approval,
+		Wait:       s.wait,
 		Events:     s.state.Events,
 	}, nil
 }

@@ -95,6 +95,10 @@ func (s *session) summary(ctx workflow.Context, status, answer string) contract.
 		Tokens:           s.state.Usage.Total(),
 		Usage:            s.state.Usage,
 		Answer:           answer,
+		Checks:           s.state.Checks,
+		Waits:            s.state.Waits,
+		WaitedMS:         s.state.WaitedMS,
+		ModelTokens:      s.state.ModelTokens,
 	}
 }
 

@@ -42,7 +42,7 @@ func (s *session) validateSay(m contract.Say) error {
 		return errors.New("the message is empty")
 	case len(m.Text) > contract.MaxSayBytes:
 		return fmt.Errorf("the message is %d bytes; the most a message may have is %d", len(m.Text), contract.MaxSayBytes)
-	case s.closing || (s.status != contract.StatusRunning && s.status != contract.StatusWaiting):
+	case s.closing || (s.status != contract.StatusRunning && s.status != contract.StatusWaiting && s.status != contract.StatusWaitingReset):
 		return fmt.Errorf("the session has ended (%s); start a new one or fork this one", s.endedStatus())
 	}
 	return nil

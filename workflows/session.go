@@ -65,6 +65,11 @@ type session struct {
 	// says this run upserts only when that changed (versionSearchOnChange).
 	lastSearch     searchKey
 	searchOnChange bool
+
+	// usageWaits says this session waits out usage limits on a timer (versionUsageWait); wait is
+	// the wait in progress, for the status query.
+	usageWaits bool
+	wait       *contract.UsageWait
 }
 
 func newSession(ctx workflow.Context, in contract.SessionInput) *session {
@@ -76,6 +81,7 @@ func newSession(ctx workflow.Context, in contract.SessionInput) *session {
 		s.state.Pending = initialMessages(in)
 	}
 	s.initSearchKey(ctx)
+	s.usageWaits = workflow.GetVersion(ctx, versionUsageWait, workflow.DefaultVersion, 1) == 1
 	return s
 }
 
@@ -139,6 +145,17 @@ func (s *session) run(ctx workflow.Context) (contract.Summary, error) {
 		in.Status = s.statusNote()
 		res, outcome := s.runTurn(ctx, in, id, deadline)
 		s.modelTurn, s.running = false, 0
+		for k := 1; outcome == turnDone && s.waitsOut(res.Failure); k++ {
+			if sum, done := s.awaitReset(ctx, turn, res, deadline); done {
+				return s.finish(ctx, sum)
+			}
+			s.deliverInbox(ctx)
+			s.modelTurn, s.running = true, turn
+			in := s.turnInput(ctx, turn)
+			in.Status = s.statusNote()
+			res, outcome = s.runTurn(ctx, in, fmt.Sprintf("%s-wait-%d", id, k), deadline)
+			s.modelTurn, s.running = false, 0
+		}
 		if outcome == turnInterrupted {
 			s.fold(ctx, turn, res, outcome)
 			s.turnsThisRun++
@@ -173,6 +190,15 @@ func (s *session) run(ctx workflow.Context) (contract.Summary, error) {
 				return s.finish(ctx, sum)
 			}
 		case res.Final:
+			if s.in.Goal != nil && s.in.Goal.Check != "" && workflow.GetVersion(ctx, versionGoal, workflow.DefaultVersion, 1) == 1 {
+				sum, done, again := s.checkGoal(ctx, turn, deadline)
+				if done {
+					return s.finish(ctx, sum)
+				}
+				if again {
+					continue
+				}
+			}
 			if s.holdForInbox(ctx) {
 				continue
 			}
@@ -269,6 +295,7 @@ func (s *session) turnInput(ctx workflow.Context, turn int) contract.TurnInput {
 		Compaction:    s.state.Compaction,
 	}
 	in.Sinks = s.sinks
+	in.WaitLimits = s.usageWaits
 	return in
 }
 

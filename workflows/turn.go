@@ -167,6 +167,7 @@ func (t *turn) callModel(ctx workflow.Context) (contract.ModelResponse, error) {
 				t.res.Counters.FallbackCalls = 1
 			}
 			t.res.Usage = resp.Usage
+			t.res.Model = resp.Model
 			return resp, nil
 		}
 		if ctx.Err() != nil || isCanceled(err) {

@@ -65,7 +65,7 @@ func newCommand(stderr io.Writer) *cobra.Command {
 func runConfig(c config.Config) githubbot.RunConfig {
 	g := c.Escalation.GitHub
 	return githubbot.RunConfig{
-		Listen: g.Listen, Secret: g.WebhookSecret, Token: g.Token, BaseURL: g.BaseURL, Teams: g.Teams,
+		Listen: g.Listen, Secret: g.WebhookSecret, Token: g.Token, BaseURL: g.BaseURL, Login: g.Login, Teams: g.Teams,
 		Dial: func(ctx context.Context) (client.Client, error) {
 			return connect.Dial(ctx, c, func(o *client.Options) { o.Logger = logs.SDK(c.LogLevel) })
 		},
@@ -87,7 +87,7 @@ func jobs(c config.Config, stderr io.Writer) (func(context.Context, client.Clien
 	}
 	return func(ctx context.Context, tc client.Client, gh *github.Client) (githubbot.PullRequestHandler, func(), error) {
 		j, err := githubjobs.New(ctx, githubjobs.Config{Rules: rules, Temporal: tc, GitHub: gh, TaskQueue: c.Temporal.TaskQueue,
-			Session: session.Defaults(c), Logger: logs.Operator(stderr, c.LogLevel)})
+			Session: session.Defaults(c), Login: c.Escalation.GitHub.Login, Logger: logs.Operator(stderr, c.LogLevel)})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -101,12 +101,17 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 	if err != nil {
 		return nil, nil, err
 	}
+	// With codec.keys, live events leave the worker encrypted like the history.
+	keys, err := connect.Keys(cfg, connect.OSEnv)
+	if err != nil {
+		return nil, nil, err
+	}
 	acts := &activities.Activities{
 		Models:    models,
 		Gateway:   gw,
 		Endpoints: endpoints(cfg, gcfg, cfg.Gateway.Fake && gatewayURL != ""),
 		Store:     store.WithCache(st, transcriptCache),
-		Events:    events.NewPublisher(),
+		Events:    events.NewPublisherWith(events.Options{Keys: keys}),
 		Notifiers: Notifiers(cfg),
 		OutputCap: cfg.OutputCap,
 		Sandbox:   SandboxConfig(cfg.Sandbox),
@@ -114,7 +119,7 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 		CheckWorkdir: cfg.CheckWorkdir,
 	}
 	if cfg.Dev.StateDir != "" {
-		acts.Snapshots = snapshot.New(snapshot.Dir(cfg.Dev.StateDir))
+		acts.Snapshots = Snapshots(cfg)
 	}
 	if j := cfg.Gateway.FixedJitter; j != nil {
 		draw := *j
@@ -379,4 +384,12 @@ func StartLine(cfg config.Config) string {
 		line += fmt.Sprintf("; deployment %s, build %s", cfg.Temporal.Deployment, cfg.Temporal.BuildID)
 	}
 	return line
+}
+
+// Snapshots is the store of work directory snapshots in the state directory, with the
+// configured size limits.
+func Snapshots(cfg config.Config) *snapshot.Store {
+	s := snapshot.New(snapshot.Dir(cfg.Dev.StateDir))
+	s.SessionMax, s.TotalMax = cfg.Snapshots.SessionMax, cfg.Snapshots.TotalMax
+	return s
 }

@@ -47,7 +47,7 @@ func addLimitFlags(cmd *cobra.Command) {
 }
 
 func demoCmd(g *globals) *cobra.Command {
-	var inject, output string
+	var inject, output, until string
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the built-in demo: a scripted model fixes a failing Go test in a fresh workspace",
@@ -67,16 +67,17 @@ func demoCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runDemo(cmd.Context(), g, cfg, p, inject, output)
+			return runDemo(cmd.Context(), g, cfg, p, inject, output, until)
 		},
 	}
 	cmd.Flags().StringVar(&inject, "inject", "", "inject a fault, one of the modes listed above")
 	outputFlag(cmd, &output)
+	untilFlag(cmd, &until)
 	addLimitFlags(cmd)
 	return cmd
 }
 
-func runDemo(ctx context.Context, g *globals, cfg config.Config, p printer, inject, output string) error {
+func runDemo(ctx context.Context, g *globals, cfg config.Config, p printer, inject, output, until string) error {
 	stack, err := devstack.Start(ctx, cfg, g.stderr)
 	if err != nil {
 		return err
@@ -121,7 +122,7 @@ func runDemo(ctx context.Context, g *globals, cfg config.Config, p printer, inje
 	}
 	nameSession(p, wid)
 	p.info("workspace: " + workdir)
-	sum, err := startSession(ctx, c, cfg, sessionSpec{workflowID: wid, task: fakegw.WithMode(demoTask, inject), workdir: workdir, output: output, ownWorker: true}, p)
+	sum, err := startSession(ctx, c, cfg, sessionSpec{workflowID: wid, task: fakegw.WithMode(demoTask, inject), workdir: workdir, output: output, ownWorker: true, goal: goalOf(until)}, p)
 	if err != nil {
 		return err
 	}

@@ -475,6 +475,8 @@ func (f *follower) apply(ctx context.Context, st contract.SessionStatus) {
 		f.prog.waiting = "waiting for an answer to escalation " + e.ID
 	case st.Approval != nil:
 		f.prog.waiting = "waiting for approval of " + st.Approval.Tool
+	case st.Wait != nil:
+		f.prog.waiting = st.Wait.Text(time.Now(), time.Local)
 	default:
 		f.prog.waiting = ""
 	}

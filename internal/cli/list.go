@@ -67,11 +67,14 @@ func listSessions(ctx context.Context, c session.Client, status string, limit in
 		return nil, err
 	}
 	for i, r := range rows {
-		if r.Status != contract.StatusWaiting {
+		if r.Status != contract.StatusWaiting && r.Status != contract.StatusWaitingReset {
 			continue
 		}
 		if st, err := c.Status(ctx, r.WorkflowID); err == nil {
 			rows[i].Waiting = escalation.WaitingOn(st)
+			if st.Wait != nil {
+				rows[i].Waiting = st.Wait.Text(time.Now(), time.Local)
+			}
 		}
 	}
 	return rows, nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -117,6 +118,12 @@ func (t *textPrinter) event(e contract.Event) {
 		}
 	case contract.EventSay:
 		t.line(fmt.Sprintf("» %s: %s", e.By, firstLines(e.Text, 6)))
+	case contract.EventCheck:
+		mark := "✓"
+		if e.IsError {
+			mark = "✗"
+		}
+		t.line(fmt.Sprintf("%s %s", mark, firstLines(sanitize(e.Text), 6)))
 	case contract.EventEscalation:
 		if e.Escalation != nil {
 			t.line("! " + sanitize(escalation.Text(*e.Escalation)))
@@ -146,6 +153,9 @@ func (t *textPrinter) summary(s contract.Summary) {
 		textfmt.Count(s.Tokens, "token"), s.GatewayCalls, s.GatewayAttempts))
 	if s.Compactions > 0 {
 		t.line(fmt.Sprintf("compacted %s (%s of the tokens)", textfmt.Count(int64(s.Compactions), "time"), textfmt.Count(s.CompactionTokens, "token")))
+	}
+	if line := longHaulLine(s); line != "" {
+		t.line(line)
 	}
 	if s.ReconciledCalls > 0 {
 		t.line(fmt.Sprintf("%d tool calls never reported and were answered from the ledger (see starter attempts)", s.ReconciledCalls))
@@ -245,4 +255,25 @@ func failedLines(s string, n int) string {
 		b.WriteString("\n    " + l)
 	}
 	return b.String()
+}
+
+// longHaulLine says what a long session spent besides turns: its goal checks, its usage-limit
+// waits and, when more than one model answered, the tokens per model; "" when there was none.
+func longHaulLine(s contract.Summary) string {
+	var parts []string
+	if s.Checks > 0 {
+		parts = append(parts, textfmt.Count(int64(s.Checks), "check")+" run")
+	}
+	if s.Waits > 0 {
+		parts = append(parts, fmt.Sprintf("%s for usage limits (%s)", textfmt.Count(int64(s.Waits), "wait"), textfmt.Duration(time.Duration(s.WaitedMS)*time.Millisecond)))
+	}
+	if len(s.ModelTokens) > 1 {
+		models := slices.Sorted(maps.Keys(s.ModelTokens))
+		per := make([]string, len(models))
+		for i, m := range models {
+			per[i] = fmt.Sprintf("%s %s", sanitize(m), textfmt.Count(s.ModelTokens[m], "token"))
+		}
+		parts = append(parts, "tokens per model: "+strings.Join(per, ", "))
+	}
+	return strings.Join(parts, " · ")
 }

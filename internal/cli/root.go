@@ -116,6 +116,7 @@ func newRoot(g *globals) *cobra.Command {
 	config.AddFlags(pf, config.TemporalAddress, config.TemporalNamespace, config.DevStateDir)
 	root.AddCommand(demoCmd(g), runCmd(g), devCmd(g), cancelCmd(g), answerCmd(g), escalationsCmd(g), listCmd(g), gatewayCmd(g),
 		attemptsCmd(g), watchCmd(g), forkCmd(g), continueCmd(g), selftestCmd(g), approveCmd(g), sayCmd(g), interruptCmd(g), codecServerCmd(g), releaseCmd(g))
+	root.AddCommand(pruneCmd(g))
 	groupCommands(root)
 	for _, c := range root.Commands() {
 		withUsage(c)

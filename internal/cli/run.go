@@ -22,7 +22,7 @@ import (
 
 func runCmd(g *globals) *cobra.Command {
 	var dev bool
-	var workdir, output, taskFile, keyRef string
+	var workdir, output, taskFile, keyRef, until string
 	var job contract.JobKey
 	var pr int
 	cmd := &cobra.Command{
@@ -89,7 +89,7 @@ func runCmd(g *globals) *cobra.Command {
 			if ep != nil {
 				p.info("model endpoint: " + endpointLabel(*ep, cfg.Gateway.Model) + "; the workers fill in what the flags leave out")
 			}
-			spec := sessionSpec{workflowID: newWorkflowID("run"), task: task, workdir: abs, output: output, endpoint: ep, ownWorker: dev}
+			spec := sessionSpec{workflowID: newWorkflowID("run"), task: task, workdir: abs, output: output, endpoint: ep, ownWorker: dev, goal: goalOf(until)}
 			if job.Repository != "" {
 				job.Model = cfg.Gateway.Model
 				spec.workflowID, spec.job = job.WorkflowID(), true
@@ -115,6 +115,7 @@ func runCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&workdir, "workdir", ".", "the work directory the tools are confined to, as the workers see it (an absolute path that is not on this machine is taken as one on the workers)")
 	cmd.Flags().StringVar(&taskFile, "task-file", "", "read the task from FILE (- for standard input) instead of the argument; one argument is capped at 128 KiB")
 	outputFlag(cmd, &output)
+	untilFlag(cmd, &until)
 	addLimitFlags(cmd)
 	config.AddFlags(cmd.Flags(), config.GatewayBaseURL, config.ToolsApproval)
 	cmd.Flags().StringVar(&keyRef, "api-key-ref", "", "the NAME of the API key the workers send to --base-url, declared in their gateway.keys; never the key itself (default: the key the workers declare for that base URL)")
@@ -311,4 +312,17 @@ func resolveWorkdir(dir string, localWorker bool) (abs string, onWorkers bool, e
 		return "", false, usageErr("--workdir %q is not a directory here; give an absolute path for a directory that lives on the workers", dir)
 	}
 	return abs, false, nil
+}
+
+// untilFlag adds --until: goal mode's check command.
+func untilFlag(cmd *cobra.Command, until *string) {
+	cmd.Flags().StringVar(until, "until", "", `goal mode: when the model ends its turn, run this check command in the work directory (as run_command, under the tool policy); the session goes on until it exits 0, a limit trips, or the same failure comes back 3 times in a row (then a person is asked), e.g. --until "go test ./..."`)
+}
+
+// goalOf is the goal of an --until value, nil for none.
+func goalOf(until string) *contract.Goal {
+	if strings.TrimSpace(until) == "" {
+		return nil
+	}
+	return &contract.Goal{Check: until}
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
-	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/session"
 	"github.com/keelrun/keel/internal/textfmt"
 )
@@ -33,13 +32,15 @@ type sessionSpec struct {
 	// ownWorker says the task queue is this process's own (app.ProcessQueue), served by its
 	// worker alone.
 	ownWorker bool
+	// goal is the goal --until gave, if any.
+	goal *contract.Goal
 }
 
 // startSession starts (or, for the same workflow ID, attaches to) a session, follows it until it
 // ends and returns its summary with the exit status it maps to.
 func startSession(ctx context.Context, c client.Client, cfg config.Config, spec sessionSpec, p printer) (contract.Summary, error) {
 	nameSession(p, spec.workflowID)
-	sink, err := events.Listen(cfg.Events.Host)
+	sink, err := listenSink(cfg)
 	if err != nil {
 		return contract.Summary{}, err
 	}
@@ -85,12 +86,9 @@ func sessionInput(cfg config.Config, spec sessionSpec) contract.SessionInput {
 		return *spec.input
 	}
 	in := session.Defaults(cfg)
-	in.Task, in.Workdir = spec.task, spec.workdir
-	if spec.endpoint != nil {
-		ep := *spec.endpoint
-		ep.Scripted = cfg.Gateway.Fake
-		in.Endpoint = &ep
-	}
+	in.Task, in.Endpoint, in.Workdir = spec.task, spec.endpoint, spec.workdir
+	in.Goal = spec.goal
+	in.Goal = spec.goal
 	return in
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"github.com/keelrun/keel/internal/app"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
-	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/session"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tools/snapshot"
@@ -70,7 +68,7 @@ func watchCmd(g *globals) *cobra.Command {
 				for _, e := range interleave(tr, evs) {
 					p.event(e)
 				}
-				sink, err := events.Listen(cfg.Events.Host)
+				sink, err := listenSink(cfg)
 				if err != nil {
 					return err
 				}
@@ -141,7 +139,7 @@ func forkCmd(g *globals) *cobra.Command {
 				in.Carry = &contract.SessionState{TranscriptRef: contract.TranscriptRef{Head: head}, Turns: turn, StartedAt: time.Now()}
 				wid := newWorkflowID("fork")
 				nameSession(p, wid)
-				snaps := snapshot.New(snapshot.Dir(cfg.Dev.StateDir))
+				snaps := app.Snapshots(cfg)
 				var note string
 				if in.Workdir, note, err = forkWorkdir(snaps, args[0], turn, in.Workdir, workdir, wid); err != nil {
 					return err
@@ -294,16 +292,21 @@ func exitFor(sum contract.Summary) error {
 // forkWorkdir gives a fork a work directory of its own, as it was after turn: the snapshot the
 // workers kept of the original session's work directory after that turn, restored into the
 // directory named with --workdir (absent or empty) or into a new one next to the original's. It
-// refuses when no snapshot covers the turn (a session started before snapshots were kept, or one
-// whose workers keep their state elsewhere): copying the directory as it is now would show the
-// model other files than its transcript says. The restored directory becomes the fork's own first
-// snapshot, so a fork of the fork works too. note says which files the snapshot skipped (too big);
-// they are copied as they are now.
+// refuses when no snapshot covers the turn (a session started before snapshots were kept, one
+// whose workers keep their state elsewhere, or a turn whose snapshot was pruned or over a size
+// limit): copying the directory as it is now would show the model other files than its transcript
+// says, and whatever the model left there (links to host files, named pipes). The restored
+// directory becomes the fork's own first snapshot, so a fork of the fork works too. note names
+// the files the snapshot skipped; the fork does not have them.
 func forkWorkdir(snaps *snapshot.Store, session string, turn int, original, given, wid string) (dir, note string, err error) {
 	m, err := snaps.Find(session, turn)
 	if errors.Is(err, snapshot.ErrNone) {
 		return "", "", &exitError{code: ExitUsage, err: fmt.Errorf("cannot fork %s at turn %d: there is no snapshot of its work directory after that turn "+
 			"in %s (the session started before snapshots were kept, or its workers keep their state elsewhere); nothing was started", session, turn, snaps.Root)}
+	}
+	var missing *snapshot.MissingError
+	if errors.As(err, &missing) {
+		return "", "", &exitError{code: ExitUsage, err: fmt.Errorf("cannot fork %s at turn %d: %w; nothing was started", session, turn, err)}
 	}
 	if err != nil {
 		return "", "", err
@@ -319,9 +322,15 @@ func forkWorkdir(snaps *snapshot.Store, session string, turn int, original, give
 		return "", "", fmt.Errorf("restoring the work directory of %s after turn %d into %s: %w", session, turn, dst, err)
 	}
 	if len(m.Skipped) > 0 {
-		copied := copySkipped(original, dst, m.Skipped)
-		note = fmt.Sprintf("; %d file(s) over %d MiB were not in the snapshot, %d copied as they are now (%s)",
-			len(m.Skipped), snapshot.MaxFileSize>>20, copied, strings.Join(firstN(m.Skipped, 3), ", "))
+		var names []string
+		for _, n := range firstN(m.Skipped, 3) {
+			names = append(names, snapshot.Printable(string(n)))
+		}
+		why := fmt.Sprintf("over %d MiB, not a file, folder or link, or unreadable", snapshot.MaxFileSize>>20)
+		if m.Limit != "" {
+			why += "; or left out because " + m.Limit
+		}
+		note = fmt.Sprintf("; %d file(s) were not in the snapshot (%s) and are not in the fork (%s)", len(m.Skipped)+m.SkippedMore, why, strings.Join(names, ", "))
 	}
 	if _, err := snaps.Take(wid, turn, dst); err != nil {
 		return "", "", fmt.Errorf("recording the fork's work directory: %w", err)
@@ -329,44 +338,8 @@ func forkWorkdir(snaps *snapshot.Store, session string, turn int, original, give
 	return dst, note, nil
 }
 
-// copySkipped copies the regular files a snapshot left out from the original work directory as
-// they are now, and returns how many it could copy.
-func copySkipped(original, dst string, skipped []string) int {
-	n := 0
-	for _, rel := range skipped {
-		if copyFile(filepath.Join(original, rel), filepath.Join(dst, rel)) == nil {
-			n++
-		}
-	}
-	return n
-}
-
-// copyFile streams one regular file to a new path.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	if st, err := in.Stat(); err != nil || !st.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", src)
-	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
-
 // firstN is at most n of list.
-func firstN(list []string, n int) []string {
+func firstN[T any](list []T, n int) []T {
 	if len(list) > n {
 		return list[:n]
 	}

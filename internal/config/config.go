@@ -23,6 +23,7 @@ import (
 type Config struct {
 	Temporal  Temporal
 	Dev       Dev
+	Snapshots Snapshots
 	Gateway   Gateway
 	Limits    contract.Limits
 	Tools     contract.ToolPolicy
@@ -106,6 +107,18 @@ type Dev struct {
 	// MetricsPort serves the started dev server's Prometheus metrics (its `action` counter among
 	// them) on 127.0.0.1:MetricsPort/metrics; 0 leaves them off.
 	MetricsPort int
+}
+
+// Snapshots bounds the snapshots of work directories kept in the state directory for fork --turn,
+// which grow with every turn that changes files until something bounds them.
+type Snapshots struct {
+	// SessionMax and TotalMax (bytes) bound what one session's snapshots add and what all of
+	// them take; 0 is no bound.
+	SessionMax, TotalMax int64
+	// KeepBytes and KeepFor are starter prune's retention: the size it brings the snapshots to,
+	// and the age past which a session's go; 0 keeps any.
+	KeepBytes int64
+	KeepFor   time.Duration
 }
 
 // Gateway configures the model provider.
@@ -208,6 +221,8 @@ type GitHub struct {
 	BaseURL string
 	Repo    string
 	PR      int
+	// Login is who the token comments as; empty: asked of GitHub (GET /user).
+	Login string
 	// WebhookSecret, Listen and Teams configure the GitHub bot.
 	WebhookSecret string
 	Listen        string

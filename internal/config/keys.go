@@ -163,6 +163,11 @@ const (
 	DevUIPort      = "dev.ui_port"
 	DevMetricsPort = "dev.metrics_port"
 
+	SnapshotsSessionMB = "snapshots.session_mb"
+	SnapshotsMaxMB     = "snapshots.max_mb"
+	SnapshotsKeepMB    = "snapshots.keep_mb"
+	SnapshotsKeepFor   = "snapshots.keep_for"
+
 	GatewayProvider         = "gateway.provider"
 	GatewayBaseURL          = "gateway.base_url"
 	GatewayAPIKey           = "gateway.api_key"
@@ -219,6 +224,7 @@ const (
 	EscalationGitHubListen       = "escalation.github.listen"
 	EscalationGitHubTeams        = "escalation.github.teams"
 	EscalationGitHubJobs         = "escalation.github.jobs"
+	EscalationGitHubLogin        = "escalation.github.login"
 	EscalationWebhookURL         = "escalation.webhook.url"
 	EscalationWebhookSecret      = "escalation.webhook.secret"
 
@@ -323,6 +329,24 @@ var settings = []Setting{
 			"counter (docs/benchmarks.md)",
 		Hint: "the started dev server's Prometheus metrics on 127.0.0.1:PORT/metrics; 0: off",
 		into: func(d *draft) any { return &d.Dev.MetricsPort }},
+
+	{Name: SnapshotsSessionMB, Kind: MiB, Default: 1024, ReadBy: Worker | Starter,
+		Doc: "the most one session's snapshots of its work directory (for `fork --turn`) may add to `dev.state_dir` over its life; " +
+			"past it a snapshot lists the changed files without their contents, and says so ([operations](operations.md#snapshots)); 0: no bound",
+		Hint: "what one session's work directory snapshots may add to the state directory; 0: no bound",
+		into: func(d *draft) any { return &d.Snapshots.SessionMax }},
+	{Name: SnapshotsMaxMB, Kind: MiB, Default: 10240, ReadBy: Worker | Starter,
+		Doc:  "the most all snapshots in `dev.state_dir` may take; past it new contents are left out, as above, until `starter prune` frees space; 0: no bound",
+		Hint: "what all work directory snapshots may take; 0: no bound",
+		into: func(d *draft) any { return &d.Snapshots.TotalMax }},
+	{Name: SnapshotsKeepMB, Kind: MiB, Default: 2048, ReadBy: Starter,
+		Doc:  "`starter prune` removes the oldest snapshots until all of them take at most this much; 0: any size",
+		Hint: "starter prune's size to bring the snapshots to; 0: any size",
+		into: func(d *draft) any { return &d.Snapshots.KeepBytes }},
+	{Name: SnapshotsKeepFor, Kind: Duration, Default: "336h", ReadBy: Starter,
+		Doc:  "`starter prune` removes every snapshot of a session whose newest one is older than this; 0: any age",
+		Hint: "starter prune's age past which a session's snapshots go; 0: any age",
+		into: func(d *draft) any { return &d.Snapshots.KeepFor }},
 
 	{Name: GatewayProvider, Kind: Choice, OneOf: contract.Providers, Default: contract.ProviderOpenAI, ReadBy: Worker | Starter,
 		Flag: "provider", FlagIn: Starter, FlagUsage: "model provider wire format: " + strings.Join(contract.Providers, ", "),
@@ -513,6 +537,9 @@ var settings = []Setting{
 		Doc: "`owner/name` of the default pull request, for sessions that name none (a session's own, from `starter run --pr`, GitHub Actions or a pull request job, wins)", Hint: "owner/name", into: func(d *draft) any { return &d.Escalation.GitHub.Repo }},
 	{Name: EscalationGitHubPR, Kind: Count, Default: 0, ReadBy: Worker,
 		Doc: "the default pull request's number", into: func(d *draft) any { return &d.Escalation.GitHub.PR }},
+	{Name: EscalationGitHubLogin, Default: "", DefaultDoc: "empty: learned from `GET /user` once", ReadBy: Worker | GitHubBot,
+		Doc:  "the login the token comments as (a GitHub App: `APP-SLUG[bot]`); only comments by it count as Keel's own ([github](github.md#what-the-bot-trusts))",
+		into: func(d *draft) any { return &d.Escalation.GitHub.Login }},
 	{Name: EscalationGitHubSecret, Default: "", ReadBy: GitHubBot, Required: GitHubBot,
 		Doc:  "the webhook's secret: the GitHub bot refuses any delivery not signed with it (X-Hub-Signature-256)",
 		into: func(d *draft) any { return &d.Escalation.GitHub.WebhookSecret }},

@@ -46,14 +46,16 @@ const (
 
 // Session statuses, as they appear in the summary and the AgentStatus search attribute.
 const (
-	StatusRunning   = "running"
-	StatusWaiting   = "waiting" // on a person
-	StatusCompleted = "completed"
-	StatusFailed    = "failed"
-	StatusCancelled = "cancelled"
-	StatusLimit     = "limit"
-	StatusEscalated = "escalated"
-	StatusAborted   = "aborted"
+	StatusRunning = "running"
+	StatusWaiting = "waiting" // on a person
+	// StatusWaitingReset: waiting on a timer for a provider's usage limit to reset.
+	StatusWaitingReset = "waiting_reset"
+	StatusCompleted    = "completed"
+	StatusFailed       = "failed"
+	StatusCancelled    = "cancelled"
+	StatusLimit        = "limit"
+	StatusEscalated    = "escalated"
+	StatusAborted      = "aborted"
 )
 
 // Limit names, as they appear in Summary.Limit.

@@ -15,6 +15,10 @@ const (
 	ReasonPolicy         = "policy_violation"
 	ReasonBudget         = "budget"
 	ReasonApproval       = "approval"
+	// ReasonUsageLimit: the provider's usage limit resets after the session's deadline.
+	ReasonUsageLimit = "usage_limit_after_deadline"
+	// ReasonGoalCheck: the goal's check failed the same way too many times in a row.
+	ReasonGoalCheck = "goal_check_repeats"
 )
 
 // Answer actions.

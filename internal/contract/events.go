@@ -31,13 +31,19 @@ const (
 	// call: the session-level events since the last turn, the tokens and the turns so far. Followers
 	// read it instead of querying the session, and never print it (it is not in EventKinds).
 	EventStatus = "status"
+	// EventCheck is one run of the goal's check: Text says how it ended and the end of its output,
+	// IsError that it failed.
+	EventCheck = "check"
+	// EventWait says the session waits for a usage limit to reset (Text, WaitMS), or that the wait
+	// is over.
+	EventWait = "wait"
 )
 
 // EventKinds lists every event kind, for the documentation check.
 var EventKinds = []string{
 	EventNotice, EventDelta, EventToolCall, EventToolResult, EventRetry, EventBlocked, EventLimit,
 	EventEscalation, EventApproval, EventAnswer, EventSay, EventMessage, EventSummary,
-	EventModelCall, EventOutput, EventCompaction,
+	EventModelCall, EventOutput, EventCompaction, EventCheck, EventWait,
 }
 
 // OutputEventMax bounds the text of one output event.

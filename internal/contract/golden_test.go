@@ -51,7 +51,7 @@ var (
 	goldenRepairs    = map[string]int{"*": 1, "read_file": 2}
 	goldenRejected   = []string{"turn 2: read_file {bad"}
 	goldenGuards     = Guards{Repeat: goldenRepeat, Repairs: goldenRepairs, Rejected: goldenRejected, Breakers: goldenBreakers}
-	goldenModelSet   = ModelSettings{Model: "fast", Endpoint: goldenEndpoint, Retry: goldenRetry}
+	goldenModelSet   = ModelSettings{Model: "fast", Endpoint: goldenEndpoint, Retry: goldenRetry, WaitLimits: true}
 	goldenToolSet    = ToolSettings{Workdir: "/src", Policy: goldenPolicy}
 	goldenSinks      = []string{"http://127.0.0.1:7000/events"}
 	goldenSettings   = Settings{ModelSettings: goldenModelSet, ToolSettings: goldenToolSet, Sinks: goldenSinks, HeartbeatTimeout: jsondur.Duration(9 * time.Second)}
@@ -72,11 +72,13 @@ var (
 	goldenStatus = &SessionStatus{
 		Status: StatusRunning, Turn: 2, Running: 3, Usage: goldenUsage, Counters: goldenCounters, Limits: goldenLimits,
 		Escalation: goldenEscalation, Approval: goldenApproval, Events: goldenEvents,
+		Wait: &UsageWait{Reason: "gateway rate limited", Since: goldenTime, Until: goldenTime.Add(2 * time.Hour)},
 	}
 	goldenState = SessionState{
 		TranscriptRef: TranscriptRef{Head: "node-9", Pending: goldenMsgs}, Turns: 2, Usage: goldenUsage, Counters: goldenCounters, StartedAt: goldenTime,
 		Guards: goldenGuards, Events: goldenEvents, EventSeq: 7, Tools: []ToolSpec{goldenTool}, Inbox: goldenMsgs[:1], SaySeq: 2,
 		Compaction: goldenCompaction, LastInput: 1200, CompactAt: 5,
+		Checks: 3, CheckFails: 2, CheckFailure: "abc123", Waits: 1, WaitedMS: 7200000, ModelTokens: map[string]int64{"openai/gpt-x": 1500},
 	}
 )
 
@@ -94,7 +96,7 @@ func goldenPayloads() []struct {
 		{"session_input", SessionInput{
 			Task: "fix the test", SystemPrompt: "be brief", Settings: goldenSettings, Limits: goldenLimits,
 			Escalation: goldenEscPolicy, GitHub: &GitHubContext{Repo: "keelrun/keel", PR: 22, Commit: "ab09ab4"},
-			TurnsPerRun: 10, Carry: &carry,
+			TurnsPerRun: 10, Goal: &Goal{Check: "go test ./...", Repeats: 3}, Carry: &carry,
 		}},
 		{"session_state", goldenState},
 		{"turn_input", TurnInput{
@@ -105,8 +107,9 @@ func goldenPayloads() []struct {
 		}},
 		{"turn_result", TurnResult{
 			Transcript: Transcript{Head: "node-10", Pending: goldenMsgs}, Final: true, Answer: "done", Usage: goldenUsage, Counters: goldenCounters,
+			Model:     "openai/gpt-x",
 			Guards:    goldenGuards,
-			Failure:   &Failure{Class: ClassSchema, Reason: "did not parse", Attempts: 2, Partial: "half", StrictRetryMS: 500},
+			Failure:   &Failure{Class: ClassSchema, Reason: "did not parse", Attempts: 2, Partial: "half", StrictRetryMS: 500, ResetAt: goldenTime},
 			Cancelled: true, Partial: "half", NeedsApproval: goldenApproval, Resume: []ToolCall{goldenCall},
 			Escalate: &EscalationRequest{Reason: ReasonLoop, Class: ClassUnknown, Summary: "spinning", Tried: []string{"a"}, Attempts: 3, LastError: "x", Calls: []ToolCall{goldenCall}},
 			Events:   goldenEvents,
@@ -132,6 +135,7 @@ func goldenPayloads() []struct {
 			Status: StatusLimit, WorkflowID: "wf-1", RunID: "run-1", Turns: 3, ToolCalls: 4, BlockedCalls: 1, GatewayCalls: 3,
 			GatewayAttempts: 5, FallbackCalls: 1, Compactions: 1, CompactionTokens: 700, ReconciledCalls: 1, Tokens: 1500,
 			CachedTokens: 800, Usage: goldenUsage, Limit: LimitTokens, Reason: "tokens", Answer: "partial", Class: ClassBudget,
+			Checks: 3, Waits: 1, WaitedMS: 7200000, ModelTokens: map[string]int64{"openai/gpt-x": 1500},
 			Transcript: &Transcript{Head: "node-9", Pending: goldenMsgs}, Events: goldenEvents,
 		}},
 		{"notify_request", NotifyRequest{Channel: "slack", Escalation: *goldenEscalation}},

@@ -1,6 +1,10 @@
 package contract
 
-import "go.temporal.io/sdk/temporal"
+import (
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+)
 
 // Search attributes every session keeps up to date, so the Web UI and `temporal workflow list
 // --query` can filter sessions (for example all sessions waiting on a person). They are registered
@@ -11,7 +15,7 @@ var (
 	TokensKey            = temporal.NewSearchAttributeKeyInt64("KeelTokens")
 	PendingEscalationKey = temporal.NewSearchAttributeKeyBool("KeelPendingEscalation")
 	// PullRequestKey is the pull request a session works on, as GitHubContext.String writes it
-	// (owner/name#123), so answers given on a pull request find its sessions and only those.
+	// in lower case (owner/name#123), so answers given on a pull request find its sessions and only those.
 	PullRequestKey = temporal.NewSearchAttributeKeyKeyword("KeelPullRequest")
 	// GitHubJobKey describes a session a pull request event started (internal/githubjobs), one
 	// "fact:value" entry each: repo:, commit:, rule:, path: (its pull request is PullRequestKey).
@@ -26,7 +30,8 @@ var (
 func StartSearchAttributes(in SessionInput, extra ...temporal.SearchAttributeUpdate) temporal.SearchAttributes {
 	updates := []temporal.SearchAttributeUpdate{StatusKey.ValueSet(StatusRunning)}
 	if in.GitHub != nil {
-		updates = append(updates, PullRequestKey.ValueSet(in.GitHub.String()))
+		// Lower case: GitHub's owner and repository names ignore case, and a keyword matches exactly.
+		updates = append(updates, PullRequestKey.ValueSet(strings.ToLower(in.GitHub.String())))
 	}
 	return temporal.NewSearchAttributes(append(updates, extra...)...)
 }

@@ -1,6 +1,11 @@
 package contract
 
-import "time"
+import (
+	"fmt"
+	"time"
+
+	"github.com/keelrun/keel/internal/textfmt"
+)
 
 // SessionInput starts one AgentSession. It is also the state carried across continue-as-new and
 // into a fork, through Carry.
@@ -17,6 +22,9 @@ type SessionInput struct {
 	// TurnsPerRun, when set, continues the session as new after that many turns in one run, on top
 	// of whenever the server suggests it; it keeps every run's history small and bounded.
 	TurnsPerRun int `json:"turns_per_run,omitempty"`
+	// Goal, when set, keeps the session going until its check passes (goal mode): a final answer
+	// is not the end until the check says so.
+	Goal *Goal `json:"goal,omitempty"`
 	// Carry is the state of an earlier run (continue-as-new) or of a forked session.
 	Carry *SessionState `json:"carry,omitempty"`
 }
@@ -49,6 +57,37 @@ type SessionState struct {
 	Compaction *Compaction `json:"compaction,omitempty"`
 	LastInput  int64       `json:"last_input,omitempty"`
 	CompactAt  int         `json:"compact_at,omitempty"`
+	// Checks counts the goal checks run; CheckFails is how many times in a row the last check
+	// failed the same way, and CheckFailure a digest of that failure's output.
+	Checks       int    `json:"checks,omitempty"`
+	CheckFails   int    `json:"check_fails,omitempty"`
+	CheckFailure string `json:"check_failure,omitempty"`
+	// Waits counts the usage-limit waits, WaitedMS their total time.
+	Waits    int   `json:"waits,omitempty"`
+	WaitedMS int64 `json:"waited_ms,omitempty"`
+	// ModelTokens are the tokens used per model that answered (provider/model).
+	ModelTokens map[string]int64 `json:"model_tokens,omitempty"`
+}
+
+// Goal is a session's goal: a check command whose exit status says whether the task is done.
+type Goal struct {
+	// Check is a command run as run_command runs one, in the work directory and under the
+	// session's tool policy; exit status 0 means done.
+	Check string `json:"check"`
+	// Repeats is how many times in a row the same failure may come back before a person is asked;
+	// 0 means DefaultGoalRepeats.
+	Repeats int `json:"repeats,omitempty"`
+}
+
+// DefaultGoalRepeats is how many identical check failures in a row escalate.
+const DefaultGoalRepeats = 3
+
+// UsageWait is a session waiting for a provider's usage limit to reset.
+type UsageWait struct {
+	// Reason is what the provider said, one line.
+	Reason string    `json:"reason"`
+	Since  time.Time `json:"since"`
+	Until  time.Time `json:"until"`
 }
 
 // MaxKeptEvents bounds the session-level events a session keeps for its status query.
@@ -115,6 +154,12 @@ type Summary struct {
 	Answer string `json:"answer,omitempty"`
 	// Class is the failure class when a failure was surfaced.
 	Class string `json:"class,omitempty"`
+	// Checks counts the goal checks run; Waits and WaitedMS the usage-limit waits and their time;
+	// ModelTokens the tokens per model that answered.
+	Checks      int              `json:"checks,omitempty"`
+	Waits       int              `json:"waits,omitempty"`
+	WaitedMS    int64            `json:"waited_ms,omitempty"`
+	ModelTokens map[string]int64 `json:"model_tokens,omitempty"`
 	// Transcript and Events let `starter watch`, `fork` and Slack's status read an ended session
 	// from its history and the store, with no worker to answer a query. The starter does not print
 	// them in the summary line.
@@ -135,6 +180,8 @@ type SessionStatus struct {
 	Escalation *Escalation `json:"escalation,omitempty"`
 	// Approval is the tool call waiting for a person's approval, if any.
 	Approval *Approval `json:"approval,omitempty"`
+	// Wait is the usage limit the session waits for, if any (StatusWaitingReset).
+	Wait *UsageWait `json:"wait,omitempty"`
 	// Events are the session-level events so far (blocked calls, limits, escalations), numbered so
 	// a poller can ask for what is new.
 	Events []Event `json:"events,omitempty"`
@@ -162,3 +209,9 @@ type AttachSink struct {
 // kill). Running calls beat every 15 s, so it leaves two beats to spare on a busy machine;
 // shorter ones beat more often (docs/operations.md measures the trade).
 const DefaultHeartbeatTimeout = 45 * time.Second
+
+// Text says what the session waits for in the words of the status line and `starter list`:
+// "waiting for the usage limit to reset at 14:05, 2h 13m", the time in loc.
+func (w UsageWait) Text(now time.Time, loc *time.Location) string {
+	return fmt.Sprintf("waiting for the usage limit to reset at %s, %s", w.Until.In(loc).Format("15:04"), textfmt.Duration(w.Until.Sub(now)))
+}

@@ -32,6 +32,10 @@ type ModelSettings struct {
 	// and key to the worker's configuration.
 	Endpoint *Endpoint   `json:"endpoint,omitempty"`
 	Retry    RetryConfig `json:"retry"`
+	// WaitLimits asks the model call to report a usage limit whose reset lies beyond the retry
+	// cap as ClassUsageLimit, for the session to wait out on a timer, instead of retrying it.
+	// Sessions set it themselves (versionUsageWait); one started before that never sees the class.
+	WaitLimits bool `json:"wait_limits,omitempty"`
 }
 
 // ToolSettings are the settings a tool call needs: a ToolRequest carries them.

@@ -50,6 +50,9 @@ type TurnResult struct {
 	Answer   string   `json:"answer,omitempty"`
 	Usage    Usage    `json:"usage"`
 	Counters Counters `json:"counters"`
+	// Model is the model that answered the turn's call (ModelResponse.Model), so the session can
+	// count tokens per model.
+	Model string `json:"model,omitempty"`
 	// Guards are as the turn leaves them, for the next turn.
 	Guards
 	// Failure is set when the turn surfaced a failure it could not handle itself.
@@ -80,6 +83,9 @@ type Failure struct {
 	// after this many milliseconds: a reply that did not parse gets one more attempt with the
 	// stricter instruction.
 	StrictRetryMS int64 `json:"strict_retry_ms,omitempty"`
+	// ResetAt is when a usage limit resets (ClassUsageLimit): the session waits for it on a timer
+	// and then makes the same call once more.
+	ResetAt time.Time `json:"reset_at,omitzero"`
 }
 
 // ModelRequest is the input of the CallModel activity.
@@ -163,6 +169,11 @@ const (
 	// ClassAuth is the gateway refusing the API key (HTTP 401 or 403): a setting to fix, never
 	// retried.
 	ClassAuth = "auth"
+	// ClassUsageLimit is a rate or usage limit whose reset lies beyond the retry cap (a 429 with a
+	// long Retry-After or reset header): not retried by Temporal, but waited out by the session
+	// on a durable timer (Failure.ResetAt). Only sessions that ask for it (ModelSettings.WaitLimits)
+	// get this class; the others see the throttle retries they always did.
+	ClassUsageLimit = "usage_limit"
 )
 
 // ModelErrorType is the ApplicationError type of every CallModel failure; its details hold a Failure.

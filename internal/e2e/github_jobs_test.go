@@ -308,9 +308,19 @@ func TestGitHubJobsNewCommit(t *testing.T) {
 	defer cancel()
 	const repo = "acme/slow"
 	r := newJobsRig(t, "max_running: 2", "x.go", "y.go", "z.go")
-	// The title puts the fake model's hang mode in every prompt: each job's first command runs
-	// until it is cancelled.
-	title := fmt.Sprintf("Slow reviews\n\nfake gateway mode: %s", "hang")
+	// The prompt names the fake model's hang mode: each job's first command runs until it is
+	// cancelled.
+	r.withRules(t, `
+max_running: 2
+rules:
+  - name: review
+    for_each: file
+    files: ["**/*.go"]
+    prompt: "Review {{.Path}} of {{.Repo}}#{{.PR}}.MODE"
+    workdir: ROOT/{{.Path}}
+    limits: {max_turns: 20}
+`, "hang")
+	title := "Slow reviews"
 	old, head := sha("old"), sha("new")
 	r.gh.AddPR(repo, fakegithub.PR{Number: 9, Title: title, HeadSHA: old, Files: []fakegithub.File{{Name: "x.go"}, {Name: "y.go"}, {Name: "z.go"}}})
 	bot := r.bot(ctx).jobs

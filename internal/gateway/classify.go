@@ -191,7 +191,11 @@ func withHost(d Diagnosis, host string, status int) Diagnosis {
 
 // classifyAPI sorts an error the gateway itself reported, by status and error type.
 func classifyAPI(f apiFailure) Diagnosis {
-	after, _ := ParseRetryAfter(f.header, now())
+	after, ok := ParseRetryAfter(f.header, now())
+	if !ok && (f.status == http.StatusTooManyRequests || f.kind == "rate_limit_error" || f.code == "rate_limit_exceeded") {
+		// Without Retry-After, a refused request's exhausted limit says when it resets.
+		after, _ = ParseReset(f.header, now())
+	}
 	switch {
 	case f.isBudget():
 		return Diagnosis{Class: contract.ClassBudget, Handling: Surface, Message: msgBudget}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -45,10 +44,18 @@ func (f *fakeSessions) add(pr, wf string, st contract.SessionStatus) {
 	f.status[wf] = st
 }
 
-func (f *fakeSessions) OnPullRequest(_ context.Context, pr string) ([]string, error) {
+// OnPullRequest finds the sessions of pr whatever the case of its name, as the visibility query
+// over the lower-case search attribute does.
+func (f *fakeSessions) OnPullRequest(_ context.Context, pr string) ([]string, int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return slices.Clone(f.byPR[pr]), nil
+	var ids []string
+	for k, v := range f.byPR {
+		if strings.EqualFold(k, pr) {
+			ids = append(ids, v...)
+		}
+	}
+	return ids[:min(len(ids), MaxListed)], len(ids), nil
 }
 
 func (f *fakeSessions) Status(_ context.Context, wf string) (contract.SessionStatus, error) {
@@ -308,10 +315,15 @@ func TestIgnored(t *testing.T) {
 	}
 	r.comment(t, 7, "bob", "please /keel retry this")
 	r.comment(t, 7, "bob", "/keeling over")
-	r.comment(t, 7, "bob", "/keel retry\n\n"+ReplyMarker(1))
+	// The bot's own comment (a reply quoting a command) is not a command.
+	own, err := r.gh.AddComment(testRepo, 7, r.gh.Login(), "/keel retry\n\n"+ReplyMarker(1))
+	require.NoError(t, err)
+	_, err = fakegithub.Send(ctx, nil, r.urls[0], testSecret, EventIssueComment, r.gh.IssueCommentEvent("created", own))
+	require.NoError(t, err)
+	r.wait()
 	a, _, _ := r.ss.counts()
 	assert.Zero(t, a)
-	assert.Empty(t, r.replies(7))
+	assert.Len(t, r.replies(7), 1, "only the bot's own comment")
 }
 
 func TestParseCommand(t *testing.T) {

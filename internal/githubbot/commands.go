@@ -11,6 +11,7 @@ import (
 
 	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/textfmt"
 )
 
 // Prefix starts a command line in a pull request comment, the word the escalation comment tells
@@ -35,16 +36,21 @@ const usage = "Keel takes `/keel retry`, `/keel abort`, `/keel edit <text>`, `/k
 	"and `/keel say <text>`, one per comment, at the start of a line."
 
 // command is one `/keel` line of a comment: its verb and, for edit and say, the text after it
-// (the rest of the comment, with its line breaks).
+// (the rest of the comment as written, with its line breaks).
 type command struct {
 	verb, text string
 }
 
-// parseCommand finds the comment's command: the first line that starts with /keel. ok is false
-// when there is none; a command that is not well formed has an empty verb.
+// parseCommand finds the comment's command: the first line of plain text that starts with /keel
+// (plainLines: not code, not an HTML comment, not a quote). ok is false when there is none; a
+// command that is not well formed has an empty verb.
 func parseCommand(body string) (cmd command, ok bool) {
 	lines := strings.Split(strings.ReplaceAll(body, "\r\n", "\n"), "\n")
+	plain := plainLines(lines)
 	for i, line := range lines {
+		if !plain[i] {
+			continue
+		}
 		line = strings.TrimSpace(line)
 		if len(line) < len(Prefix) || !strings.EqualFold(line[:len(Prefix)], Prefix) {
 			continue
@@ -73,12 +79,93 @@ func parseCommand(body string) (cmd command, ok bool) {
 	return command{}, false
 }
 
+// plainLines says which lines of a comment GitHub shows as plain text that starts at the line's
+// start, the way its Markdown reads them: not in a fenced code block (``` or ~~~, to its closing
+// fence or the end), not an indented code line (four spaces or a tab), not in an HTML comment
+// (<!-- to -->), not a quote (> and the lines that continue its paragraph). A command in code,
+// a comment or a quote is something shown or cited, not something asked.
+func plainLines(lines []string) []bool {
+	plain := make([]bool, len(lines))
+	var fence string // the open fence's run of ` or ~; "" outside a fence
+	inComment, inQuote := false, false
+	for i, line := range lines {
+		text, indent := dedent(line)
+		switch {
+		case fence != "":
+			if rest := strings.TrimLeft(text, fence[:1]); indent < 4 && len(text)-len(rest) >= len(fence) && strings.TrimSpace(rest) == "" {
+				fence = ""
+			}
+			continue
+		case inComment:
+			if strings.Contains(line, "-->") {
+				inComment = false
+			}
+			continue
+		case strings.TrimSpace(line) == "":
+			inQuote = false
+			continue
+		case indent >= 4:
+			// An indented code line, or a line continuing a paragraph: either way not at its start.
+			continue
+		case strings.HasPrefix(text, ">"):
+			inQuote = true
+			continue
+		case inQuote:
+			// A lazy continuation of the quote's paragraph.
+			continue
+		}
+		if f := openFence(text); f != "" {
+			fence = f
+			continue
+		}
+		if strings.HasPrefix(text, "<!--") {
+			inComment = !strings.Contains(text[4:], "-->")
+			continue
+		}
+		if j := strings.Index(text, "<!--"); j >= 0 {
+			// Only what precedes the comment shows at the line's start.
+			inComment = !strings.Contains(text[j+4:], "-->")
+		}
+		plain[i] = true
+	}
+	return plain
+}
+
+// dedent is the line without its leading spaces and tabs, and their width (a tab reaching the
+// next multiple of four), which says whether it is indented code.
+func dedent(line string) (string, int) {
+	w := 0
+	for i, r := range line {
+		switch r {
+		case ' ':
+			w++
+		case '\t':
+			w += 4 - w%4
+		default:
+			return line[i:], w
+		}
+	}
+	return "", w
+}
+
+// openFence returns the fence a line opens (three or more ` or ~; a ``` fence's info string
+// holds no `), or "".
+func openFence(text string) string {
+	for _, c := range "`~" {
+		n := 0
+		for n < len(text) && rune(text[n]) == c {
+			n++
+		}
+		if n >= 3 && (c == '~' || !strings.ContainsRune(text[n:], '`')) {
+			return text[:n]
+		}
+	}
+	return ""
+}
+
 // ReplyMarker is the hidden marker of the bot's reply to one comment: the bot looks for it
 // before doing anything, so a comment is answered once.
 func ReplyMarker(commentID int64) string { return fmt.Sprintf("<!-- keel-command:%d -->", commentID) }
-
-// markerPrefix starts every hidden marker Keel writes; a comment carrying one is Keel's own.
-const markerPrefix = "<!-- keel-"
 
 // claimReaction is the reaction the bot puts on a command's comment before it replies. GitHub
 // creates a user's reaction once (201) and answers 200 after that, so of two replicas racing on
@@ -100,15 +187,21 @@ func (p pullRequest) String() string {
 }
 
 // handleComment acts on a new pull request comment that holds a command, once: a comment that
-// has its reply already is left alone.
+// has the bot's reply already is left alone. The bot's own comments are never commands.
 func (b *Bot) handleComment(ctx context.Context, ev *github.IssueCommentEvent) error {
 	c := ev.GetComment()
-	if ev.GetAction() != "created" || ev.GetIssue().GetPullRequestLinks() == nil ||
-		c.GetUser().GetType() == "Bot" || strings.Contains(c.GetBody(), markerPrefix) {
+	if ev.GetAction() != "created" || ev.GetIssue().GetPullRequestLinks() == nil || c.GetUser().GetType() == "Bot" {
 		return nil
 	}
 	cmd, ok := parseCommand(c.GetBody())
 	if !ok {
+		return nil
+	}
+	self, err := b.self(ctx)
+	if err != nil {
+		return err
+	}
+	if escalation.OwnComment(c, self) {
 		return nil
 	}
 	pr := pullRequest{owner: ev.GetRepo().GetOwner().GetLogin(), name: ev.GetRepo().GetName(),
@@ -117,7 +210,7 @@ func (b *Bot) handleComment(ctx context.Context, ev *github.IssueCommentEvent) e
 		pr.owner, pr.name, _ = strings.Cut(ev.GetRepo().GetFullName(), "/")
 	}
 	login, id := c.GetUser().GetLogin(), c.GetID()
-	done, err := b.replied(ctx, pr, id)
+	done, err := b.replied(ctx, pr, self, id)
 	if err != nil || done {
 		return err
 	}
@@ -127,6 +220,9 @@ func (b *Bot) handleComment(ctx context.Context, ev *github.IssueCommentEvent) e
 		return err
 	case !allowed:
 		text = why
+	case ev.GetIssue().GetState() == "closed":
+		// A closed pull request's jobs are cancelled when it closes; nothing on it is steered.
+		text = fmt.Sprintf("%s is closed: Keel takes no commands on it, and nothing was sent. Reopen it to start its jobs again.", pr)
 	case cmd.verb == "":
 		text = usage
 	default:
@@ -137,15 +233,22 @@ func (b *Bot) handleComment(ctx context.Context, ev *github.IssueCommentEvent) e
 	return b.reply(ctx, pr, id, fmt.Sprintf("@%s %s\n\n%s\n", login, text, ReplyMarker(id)))
 }
 
-// run carries the command to every session working on the pull request and says how each took
-// it, one line each.
+// maxNamed bounds how many sessions a reply names that the command did not reach.
+const maxNamed = 10
+
+// run carries the command to the sessions working on the pull request, at most
+// MaxSessionsPerPR of them, and says how each took it, one line each, and which it did not reach.
 func (b *Bot) run(ctx context.Context, cmd command, pr pullRequest, login string, commentID int64) (string, error) {
-	ids, err := b.cfg.Sessions.OnPullRequest(ctx, pr.String())
+	ids, total, err := b.cfg.Sessions.OnPullRequest(ctx, pr.String())
 	if err != nil {
 		return "", err
 	}
 	if len(ids) == 0 {
 		return fmt.Sprintf("no Keel session is running on %s; nothing was sent.", pr), nil
+	}
+	var rest []string
+	if len(ids) > MaxSessionsPerPR {
+		ids, rest = ids[:MaxSessionsPerPR], ids[MaxSessionsPerPR:]
 	}
 	updateID := fmt.Sprintf("github-comment/%d", commentID)
 	by := Via + ":" + login
@@ -158,10 +261,37 @@ func (b *Bot) run(ctx context.Context, cmd command, pr pullRequest, login string
 		}
 		lines = append(lines, fmt.Sprintf("Session `%s`: %s", wf, line))
 	}
-	if len(lines) == 1 {
-		return lines[0], nil
+	if total <= len(ids) {
+		if len(lines) == 1 {
+			return lines[0], nil
+		}
+		return "\n- " + strings.Join(lines, "\n- "), nil
 	}
-	return "\n- " + strings.Join(lines, "\n- "), nil
+	return fmt.Sprintf("this comment reached %d of the %d sessions running on %s (a command reaches at most %d).\n- %s\n\n%s",
+		len(ids), total, pr, MaxSessionsPerPR, strings.Join(lines, "\n- "), notReached(cmd, rest, total-len(ids))), nil
+}
+
+// notReached names the sessions a command left out (the first maxNamed) and how to reach them.
+func notReached(cmd command, rest []string, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Not reached: %s", textfmt.Count(int64(n), "session"))
+	named := rest[:min(len(rest), maxNamed)]
+	if len(named) > 0 {
+		b.WriteString(", among them `" + strings.Join(named, "`, `") + "`")
+	}
+	how := "`starter answer <session> <escalation> " + cmd.verb + "`"
+	switch cmd.verb {
+	case VerbEdit:
+		how = "`starter answer <session> <escalation> edit --text <text>`"
+	case VerbApprove:
+		how = "`starter approve <session>`"
+	case VerbDeny:
+		how = "`starter approve <session> --deny`"
+	case VerbSay:
+		how = "`starter say <session> <text>`"
+	}
+	fmt.Fprintf(&b, ". Reach them one by one with %s (each notice names its own), or stop some sessions so the rest fit.", how)
+	return b.String()
 }
 
 // act carries the command to one session, as the terminal would: an answer to the escalation it

@@ -7,10 +7,14 @@ import (
 	"strings"
 
 	"github.com/google/go-github/v84/github"
+
+	"github.com/keelrun/keel/escalation"
 )
 
-// replied reports whether the bot's reply to the comment is on the pull request already.
-func (b *Bot) replied(ctx context.Context, pr pullRequest, commentID int64) (bool, error) {
+// replied reports whether the bot's reply to the comment is on the pull request already: a
+// comment by self with the reply's marker. The marker in anybody else's comment counts for
+// nothing, or anyone who can comment could answer for the bot and so veto a command.
+func (b *Bot) replied(ctx context.Context, pr pullRequest, self string, commentID int64) (bool, error) {
 	marker := ReplyMarker(commentID)
 	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
 	for c, err := range b.cfg.GitHub.Issues.ListCommentsIter(ctx, pr.owner, pr.name, pr.number, opts) {
@@ -18,7 +22,11 @@ func (b *Bot) replied(ctx context.Context, pr pullRequest, commentID int64) (boo
 			return false, fmt.Errorf("listing the comments of %s: %w", pr, err)
 		}
 		if strings.Contains(c.GetBody(), marker) {
-			return true, nil
+			if escalation.OwnComment(c, self) {
+				return true, nil
+			}
+			b.cfg.Logger.Warn("github comment holds the bot's reply marker but is not the bot's; ignored",
+				"pr", pr.String(), "comment", c.GetID(), "author", c.GetUser().GetLogin(), "for", commentID)
 		}
 	}
 	return false, nil

@@ -27,7 +27,9 @@ type RunConfig struct {
 	Secret, Token string
 	// BaseURL is GitHub's REST API root; empty means github.com's.
 	BaseURL string
-	Teams   []string
+	// Login is who Token comments as; empty: asked of GitHub (GET /user).
+	Login string
+	Teams []string
 	// PullRequests builds the pull_request handler once Temporal and GitHub are connected, and
 	// wait is called after the bot stopped taking deliveries; nil leaves pull_request events
 	// unhandled.
@@ -120,7 +122,7 @@ func serve(ctx context.Context, cfg RunConfig, sessions Sessions, jobs PullReque
 	gh, err := NewGitHubClient(cfg.BaseURL, cfg.Token, nil)
 	if err == nil {
 		var bot *Bot
-		bot, err = New(Config{Secret: cfg.Secret, GitHub: gh, Sessions: sessions, Teams: cfg.Teams,
+		bot, err = New(Config{Secret: cfg.Secret, GitHub: gh, Sessions: sessions, Login: cfg.Login, Teams: cfg.Teams,
 			PullRequests: jobs, CallTimeout: cfg.CallTimeout, Logger: logger})
 		if err == nil {
 			return listen(ctx, bot, ln, logger)

@@ -2,15 +2,21 @@ package githubbot
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/go-github/v84/github"
+
+	"github.com/keelrun/keel/escalation"
 )
 
 // WebhookPath is where the bot takes GitHub's deliveries; point the webhook's Payload URL at it.
@@ -47,6 +53,9 @@ type Config struct {
 	GitHub *github.Client
 	// Sessions finds and steers the sessions of a pull request.
 	Sessions Sessions
+	// Login is who the token comments as (a GitHub App: "APP-SLUG[bot]"); empty: asked of GitHub
+	// (GET /user) once. Only the bot's own comments count as its replies.
+	Login string
 	// Teams are "org/team-slug" entries whose active members may use the commands besides the
 	// repository's collaborators with write access.
 	Teams []string
@@ -65,6 +74,7 @@ type Bot struct {
 	cfg  Config
 	seen *deliveries
 	wg   sync.WaitGroup
+	id   escalation.GitHubIdentity
 }
 
 // New checks the configuration and builds the bot. An empty secret is refused: the bot fails
@@ -92,8 +102,11 @@ func New(cfg Config) (*Bot, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Bot{cfg: cfg, seen: newDeliveries(cfg.RememberedDeliveries)}, nil
+	return &Bot{cfg: cfg, seen: newDeliveries(cfg.RememberedDeliveries), id: escalation.GitHubIdentity{Login: cfg.Login}}, nil
 }
+
+// self is the login the bot comments as.
+func (b *Bot) self(ctx context.Context) (string, error) { return b.id.Self(ctx, b.cfg.GitHub) }
 
 // Wait blocks until the work on every delivery taken so far has finished.
 func (b *Bot) Wait() { b.wg.Wait() }
@@ -111,7 +124,7 @@ func (b *Bot) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sig := r.Header.Get(github.SHA256SignatureHeader)
-	if sig == "" || github.ValidateSignature(sig, body, []byte(b.cfg.Secret)) != nil {
+	if !validSignature(sig, body, b.cfg.Secret) {
 		b.cfg.Logger.Warn("github delivery refused: missing or wrong signature", "delivery", github.DeliveryID(r), "has_signature", sig != "")
 		http.Error(w, "missing or wrong "+github.SHA256SignatureHeader, http.StatusUnauthorized)
 		return
@@ -155,6 +168,23 @@ func (b *Bot) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			b.cfg.Logger.Error("handling github delivery", "delivery", id, "event", event, "error", err)
 		}
 	})
+}
+
+// validSignature checks X-Hub-Signature-256: "sha256=" and the hex HMAC-SHA256 of the body
+// under the secret. go-github's ValidateSignature would also take sha1= and sha512= in that
+// header; GitHub sends only sha256 there, so anything else is refused.
+func validSignature(sig string, body []byte, secret string) bool {
+	hexSum, ok := strings.CutPrefix(sig, "sha256=")
+	if !ok {
+		return false
+	}
+	got, err := hex.DecodeString(hexSum)
+	if err != nil {
+		return false
+	}
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return hmac.Equal(got, m.Sum(nil))
 }
 
 // background runs f after the response, with its own deadline.

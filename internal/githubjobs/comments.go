@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-github/v84/github"
 
+	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/textfmt"
 )
@@ -62,13 +63,24 @@ func resultBody(r jobRef, sum contract.Summary, ended error) string {
 	return b.String()
 }
 
-// leftOutBody names the jobs the repository's cap left out, and how they start later.
+// maxLeftOutNamed bounds how many left-out jobs the notice names; the rest are counted, so the
+// notice stays well under GitHub's 65,536 characters however many files a pull request changes.
+const maxLeftOutNamed = 50
+
+// maxNamedPath bounds one path the left-out notice names.
+const maxNamedPath = 200
+
+// leftOutBody names the jobs the repository's cap left out (the first maxLeftOutNamed, the rest
+// as a count), and how they start later.
 func leftOutBody(v Vars, left []Job, max int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "**Keel** did not start %s for %s: this repository runs at most %s at once (max_running) and that many run now.\n\n",
 		textfmt.Count(int64(len(left)), "job"), short(v.Commit), textfmt.Count(int64(max), "job"))
-	for _, j := range left {
-		fmt.Fprintf(&b, "- %s on %s\n", j.Rule, orPR(j.Path))
+	for _, j := range left[:min(len(left), maxLeftOutNamed)] {
+		fmt.Fprintf(&b, "- %s on %s\n", j.Rule, clip(orPR(j.Path), maxNamedPath))
+	}
+	if n := len(left) - maxLeftOutNamed; n > 0 {
+		fmt.Fprintf(&b, "- and %d more, not named here\n", n)
 	}
 	b.WriteString("\nThey start when this event is delivered again once jobs have finished (Redeliver in the webhook's Recent Deliveries), or with the next push; jobs that already ran are not run again.\n\n")
 	b.WriteString(LeftOutMarker(v.Commit))
@@ -88,16 +100,27 @@ func (j *Jobs) commentLeftOut(ctx context.Context, v Vars, left []Job) error {
 	return j.upsertComment(ctx, v.Repo, v.PR, LeftOutMarker(v.Commit), leftOutBody(v, left, j.cfg.Rules.MaxRunning))
 }
 
-// upsertComment edits the pull request's comment that holds marker to read body (leaving it when
-// it does already), or posts body as a new comment when none holds it.
+// upsertComment edits the bot's own comment on the pull request that holds marker to read body
+// (leaving it when it does already), or posts body as a new comment when none holds it. A comment
+// by anybody else that holds the marker is neither edited nor taken for the bot's: anyone who can
+// comment can type a marker.
 func (j *Jobs) upsertComment(ctx context.Context, repo string, pr int, marker, body string) error {
 	owner, name, _ := strings.Cut(repo, "/")
+	self, err := j.self.Self(ctx, j.cfg.GitHub)
+	if err != nil {
+		return err
+	}
 	issues := j.cfg.GitHub.Issues
 	for c, err := range issues.ListCommentsIter(ctx, owner, name, pr, &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}) {
 		if err != nil {
 			return fmt.Errorf("listing the comments of %s#%d: %w", repo, pr, err)
 		}
 		if !strings.Contains(c.GetBody(), marker) {
+			continue
+		}
+		if !escalation.OwnComment(c, self) {
+			j.cfg.Logger.Warn("github comment holds a Keel marker but is not the bot's; left alone", "pull_request", prName(repo, pr),
+				"comment", c.GetID(), "author", c.GetUser().GetLogin())
 			continue
 		}
 		if c.GetBody() == body {

@@ -6,6 +6,7 @@
 package githubjobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/google/go-github/v84/github"
 	"go.temporal.io/sdk/client"
 
+	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
 )
 
@@ -35,7 +37,10 @@ type Config struct {
 	// ResumeWindow is how far back Resume looks for jobs that ended while no bot watched them
 	// (DefaultResumeWindow).
 	ResumeWindow time.Duration
-	Logger       *slog.Logger
+	// Login is who the GitHub token comments as (a GitHub App: "APP-SLUG[bot]"); empty: asked of
+	// GitHub (GET /user) once. Only its comments are edited.
+	Login  string
+	Logger *slog.Logger
 }
 
 // DefaultResumeWindow is how far back a starting bot looks for ended jobs whose result it has
@@ -52,6 +57,7 @@ type Jobs struct {
 	// watch one job twice here (another process may watch it too: the comment is edited in place).
 	mu       sync.Mutex
 	watching map[string]bool
+	self     escalation.GitHubIdentity
 }
 
 // New checks cfg and returns a Jobs whose watchers live as long as ctx.
@@ -72,7 +78,7 @@ func New(ctx context.Context, cfg Config) (*Jobs, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Jobs{cfg: cfg, ctx: ctx, watching: map[string]bool{}}, nil
+	return &Jobs{cfg: cfg, ctx: ctx, watching: map[string]bool{}, self: escalation.GitHubIdentity{Login: cfg.Login}}, nil
 }
 
 // Wait waits for the watchers, which stop when New's context is done.
@@ -88,8 +94,15 @@ var startsJobs = []string{"opened", "synchronize", "reopened"}
 // that still run, and it starts no more jobs than max_running allows, telling the pull request
 // which jobs it left out. It is the webhook bot's handler of pull_request deliveries
 // (githubbot.PullRequestHandler), called once the delivery's signature is checked.
+//
+// An event is applied only when it still describes the pull request: GitHub is asked for its
+// current state and head, so a redelivered or late event of an earlier head (or of an open pull
+// request since closed) changes nothing and is logged. A closed event cancels the pull
+// request's running jobs (closePR). A pull request from a fork gets only the jobs of rules with
+// forks: run.
 func (j *Jobs) HandlePullRequest(ctx context.Context, ev *github.PullRequestEvent) error {
-	if !slices.Contains(startsJobs, ev.GetAction()) {
+	action := ev.GetAction()
+	if action != "closed" && !slices.Contains(startsJobs, action) {
 		return nil
 	}
 	pr := ev.GetPullRequest()
@@ -97,15 +110,42 @@ func (j *Jobs) HandlePullRequest(ctx context.Context, ev *github.PullRequestEven
 	if pr == nil || repo == "" || pr.GetNumber() == 0 || pr.GetHead().GetSHA() == "" {
 		return errors.New("the pull_request event lacks the repository, the number or the head commit")
 	}
-	v := Vars{Repo: repo, PR: pr.GetNumber(), Title: pr.GetTitle(), Author: pr.GetUser().GetLogin(),
-		Base: pr.GetBase().GetRef(), Head: pr.GetHead().GetRef(), Commit: pr.GetHead().GetSHA()}
+	cur, err := j.current(ctx, repo, pr.GetNumber())
+	if err != nil {
+		return err
+	}
+	wantState := "open"
+	if action == "closed" {
+		wantState = "closed"
+	}
+	if cur.GetState() != wantState || cur.GetHead().GetSHA() != pr.GetHead().GetSHA() {
+		j.cfg.Logger.Info("stale github pull_request event ignored: the pull request has moved on", "pull_request", prName(repo, pr.GetNumber()),
+			"action", action, "event_head", pr.GetHead().GetSHA(), "head", cur.GetHead().GetSHA(), "state", cur.GetState())
+		return nil
+	}
+	if action == "closed" {
+		return j.closePR(ctx, repo, pr.GetNumber(), cur.GetMerged())
+	}
+	v := Vars{Repo: repo, PR: cur.GetNumber(), Title: cur.GetTitle(), Author: cur.GetUser().GetLogin(),
+		Base: cur.GetBase().GetRef(), Head: cur.GetHead().GetRef(), Commit: cur.GetHead().GetSHA()}
+	if head := cur.GetHead().GetRepo().GetFullName(); head == "" || !strings.EqualFold(head, repo) {
+		// No head repository at all is a fork that was deleted: as untrusted as any other.
+		v.Fork = cmp.Or(head, "(deleted fork)")
+	}
 	files, err := j.changedFiles(ctx, v.Repo, v.PR)
 	if err != nil {
 		return err
 	}
 	jobs, err := j.cfg.Rules.Jobs(v, files, Defaults{Model: j.cfg.Session.Model, Workdir: j.cfg.Session.Workdir, Limits: j.cfg.Session.Limits})
 	if err != nil {
-		return err
+		// A job that cannot be rendered stays unrendered on every delivery; the others start.
+		j.cfg.Logger.Error("github jobs left out", "pull_request", prName(v.Repo, v.PR), "error", err)
+	}
+	if v.Fork != "" {
+		j.cfg.Logger.Info("github pull request from a fork", "pull_request", prName(v.Repo, v.PR), "fork", v.Fork, "jobs", len(jobs))
+		if len(jobs) == 0 {
+			return nil
+		}
 	}
 	running, err := j.running(ctx, v.Repo)
 	if err != nil {
@@ -123,6 +163,16 @@ func (j *Jobs) HandlePullRequest(ctx context.Context, ev *github.PullRequestEven
 		errs = append(errs, j.commentLeftOut(ctx, v, left))
 	}
 	return errors.Join(errs...)
+}
+
+// current asks GitHub for the pull request as it is now.
+func (j *Jobs) current(ctx context.Context, repo string, number int) (*github.PullRequest, error) {
+	owner, name, _ := strings.Cut(repo, "/")
+	p, _, err := j.cfg.GitHub.PullRequests.Get(ctx, owner, name, number)
+	if err != nil {
+		return nil, fmt.Errorf("reading pull request %s: %w", prName(repo, number), err)
+	}
+	return p, nil
 }
 
 // changedFiles lists the pull request's changed files, every page of them.

@@ -31,6 +31,17 @@ const (
 	OldCommitsFinish = "finish"
 )
 
+// Whether a rule runs for a pull request from a fork (Rule.Forks).
+const (
+	// ForksSkip starts no job for a fork's pull request: its code and text come from someone who
+	// may have no access to the repository, and a job runs with the bot's model credentials,
+	// tools and escalation settings.
+	ForksSkip = "skip"
+	// ForksRun starts the rule's jobs for a fork's pull request too, each in a workspace of its
+	// own keyed by the fork's commit (forkWorkdir), never the base repository's checkout.
+	ForksRun = "run"
+)
+
 // Defaults of a rule file, written once here and in docs/github.md.
 const (
 	DefaultOldCommits    = OldCommitsCancel
@@ -70,9 +81,15 @@ type Rule struct {
 	// Workdir is the work directory as the workers see it, a template over Vars; empty takes the
 	// bot's default.
 	Workdir string `yaml:"workdir"`
-	Limits  Limits `yaml:"limits"`
+	// Forks is skip (the default) or run: whether a pull request whose head lives in another
+	// repository (a fork) gets the rule's jobs. Like GitHub's pull_request_target, run hands
+	// code and text from outside the repository to sessions with the bot's credentials.
+	Forks  string `yaml:"forks"`
+	Limits Limits `yaml:"limits"`
 
 	prompt, workdir *template.Template
+	// base is the directory every rendered workdir must stay in (workdirBase).
+	base string
 }
 
 // Limits are a rule's hard limits; zero values take the bot's defaults.
@@ -82,7 +99,9 @@ type Limits struct {
 	MaxTokens   int64         `yaml:"max_tokens"`
 }
 
-// Vars are what a rule's prompt and workdir templates can use.
+// Vars are what a rule's prompt and workdir templates can use. What a pull request's author
+// writes (title, branch names, paths) is data, never template text: in a prompt each such value
+// is a quoted, length-bounded string (forPrompt), and in a workdir a path-safe one (forPath).
 type Vars struct {
 	Repo   string // owner/name
 	PR     int    // pull request number
@@ -91,6 +110,8 @@ type Vars struct {
 	Base   string // base branch
 	Head   string // head branch
 	Commit string // head commit SHA
+	// Fork is owner/name of the head repository of a pull request from a fork; empty otherwise.
+	Fork string
 	// Path is the changed file of a for_each: file job; empty for pull_request jobs.
 	Path string
 	// Files are the changed files the rule matched.
@@ -168,6 +189,13 @@ func (rule *Rule) normalize() error {
 	if rule.PromptVersion == "" {
 		rule.PromptVersion = DefaultPromptVersion
 	}
+	switch rule.Forks {
+	case "":
+		rule.Forks = ForksSkip
+	case ForksSkip, ForksRun:
+	default:
+		return fmt.Errorf("forks is %q; want %s or %s", rule.Forks, ForksSkip, ForksRun)
+	}
 	for _, g := range append(append([]string{}, rule.Files...), rule.Exclude...) {
 		if err := checkGlob(g); err != nil {
 			return err
@@ -184,6 +212,7 @@ func (rule *Rule) normalize() error {
 		if rule.workdir, err = compile("workdir", rule.Workdir); err != nil {
 			return err
 		}
+		rule.base = workdirBase(rule.Workdir)
 	}
 	return nil
 }

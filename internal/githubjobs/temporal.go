@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
 )
 
@@ -41,9 +43,10 @@ const (
 	attrPath   = "path:"
 )
 
-// attrs is the job's GitHubJobKey value.
+// attrs is the job's GitHubJobKey value. The repository is in lower case, as GitHub compares
+// names and as running queries it.
 func (r jobRef) attrs() []string {
-	return []string{attrRepo + r.Repo, attrCommit + r.Commit, attrRule + r.Rule, attrPath + r.Path}
+	return []string{attrRepo + strings.ToLower(r.Repo), attrCommit + r.Commit, attrRule + r.Rule, attrPath + r.Path}
 }
 
 // prName is the pull request the way GitHub names it, owner/name#123.
@@ -135,7 +138,7 @@ type runningJob = jobRef
 // moment, so a job another bot started a moment ago may be missing: the cap is a bound that two
 // events in the same second can exceed by the jobs of one of them.
 func (j *Jobs) running(ctx context.Context, repo string) ([]runningJob, error) {
-	q := fmt.Sprintf("%s = %s AND ExecutionStatus = 'Running'", contract.GitHubJobKey.GetName(), quote(attrRepo+repo))
+	q := fmt.Sprintf("%s = %s AND ExecutionStatus = 'Running'", contract.GitHubJobKey.GetName(), quote(attrRepo+strings.ToLower(repo)))
 	return j.list(ctx, q)
 }
 
@@ -182,6 +185,45 @@ func (j *Jobs) cancelOld(ctx context.Context, running []runningJob, v Vars) ([]r
 		}
 	}
 	return kept, errors.Join(errs...)
+}
+
+// closePR cancels the closed pull request's running jobs: an escalation one waits on is answered
+// abort with "closed" first (so its notice shows the answer), then the session gets the cancel
+// signal. Nothing of a closed pull request runs on, or can be steered from it.
+func (j *Jobs) closePR(ctx context.Context, repo string, number int, merged bool) error {
+	running, err := j.running(ctx, repo)
+	if err != nil {
+		return err
+	}
+	how := "closed"
+	if merged {
+		how = "merged"
+	}
+	reason := fmt.Sprintf("pull request %s was %s", prName(repo, number), how)
+	answerer := escalation.TemporalAnswerer{Client: j.cfg.Temporal}
+	var errs []error
+	for _, r := range running {
+		if r.PR != number {
+			continue
+		}
+		if st, err := answerer.Status(ctx, r.WorkflowID); err == nil && st.Escalation != nil && st.Escalation.Answer == nil &&
+			!escalation.NoticeOnly(*st.Escalation) && slices.Contains(escalation.Choices(*st.Escalation), contract.ActionAbort) {
+			a := contract.Answer{EscalationID: st.Escalation.ID, Action: contract.ActionAbort, Text: "closed: " + reason, By: "github", Via: "github"}
+			if _, err := answerer.AnswerAs(ctx, r.WorkflowID, "github-closed/"+st.Escalation.ID, a); err != nil {
+				j.cfg.Logger.Warn("answering a closed pull request's escalation", "workflow_id", r.WorkflowID, "error", err)
+			}
+		}
+		err := j.cfg.Temporal.SignalWorkflow(ctx, r.WorkflowID, "", contract.SignalCancel, contract.CancelRequest{Reason: reason, By: "github"})
+		var nf *serviceerror.NotFound
+		switch {
+		case errors.As(err, &nf):
+		case err != nil:
+			errs = append(errs, fmt.Errorf("cancelling job %s of closed %s: %w", r.WorkflowID, prName(repo, number), err))
+		default:
+			j.cfg.Logger.Info("github job of a closed pull request cancelled", "workflow_id", r.WorkflowID, "pull_request", prName(repo, number))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // quote writes s as a visibility query string literal.

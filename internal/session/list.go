@@ -26,7 +26,7 @@ const (
 
 // ListStatuses are the statuses a listing can filter by.
 var ListStatuses = []string{
-	contract.StatusRunning, contract.StatusWaiting, contract.StatusCompleted, contract.StatusFailed,
+	contract.StatusRunning, contract.StatusWaiting, contract.StatusWaitingReset, contract.StatusCompleted, contract.StatusFailed,
 	contract.StatusCancelled, contract.StatusLimit, contract.StatusAborted, StatusTerminated, StatusTimedOut,
 }
 
@@ -37,7 +37,7 @@ func Query(status string) string {
 	q := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus != 'ContinuedAsNew'", contract.SessionWorkflow)
 	switch status {
 	case "":
-	case contract.StatusRunning, contract.StatusWaiting:
+	case contract.StatusRunning, contract.StatusWaiting, contract.StatusWaitingReset:
 		q += fmt.Sprintf(" AND ExecutionStatus = 'Running' AND %s = '%s'", contract.StatusKey.GetName(), status)
 	case StatusTerminated:
 		q += " AND ExecutionStatus = 'Terminated'"

@@ -8,13 +8,19 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-github/v84/github"
 )
 
 // maxBody bounds a request body.
 const maxBody = 1 << 20
+
+// MaxCommentBody is the longest comment body GitHub takes, in characters; a longer one is refused
+// with 422.
+const MaxCommentBody = 65536
 
 // Pagination as GitHub does it: per_page defaults to 30 and is capped at 100.
 const (
@@ -27,6 +33,7 @@ var reactionContents = []string{"+1", "-1", "laugh", "confused", "heart", "hoora
 
 func (s *Server) routes() {
 	m := s.mux
+	m.HandleFunc("GET /user", s.getUser)
 	m.HandleFunc("GET /repos/{owner}/{repo}/pulls/{number}", s.getPR)
 	m.HandleFunc("GET /repos/{owner}/{repo}/pulls/{number}/files", s.listFiles)
 	// "issues/{number}/comments" and "issues/comments/{id}" overlap as patterns (both match
@@ -43,6 +50,25 @@ func (s *Server) routes() {
 }
 
 func repoOf(r *http.Request) string { return r.PathValue("owner") + "/" + r.PathValue("repo") }
+
+// getUser answers who the token acts as, as GitHub does for a user's token; with Options.NoUser
+// it answers as for a GitHub App's installation token, which may not read it.
+func (s *Server) getUser(w http.ResponseWriter, _ *http.Request) {
+	if s.opts.NoUser {
+		writeError(w, http.StatusForbidden, "Resource not accessible by integration")
+		return
+	}
+	writeJSON(w, http.StatusOK, user(s.opts.Login))
+}
+
+// tooLong answers GitHub's 422 for a comment body over MaxCommentBody characters.
+func tooLong(w http.ResponseWriter, body string) bool {
+	if utf8.RuneCountInString(body) <= MaxCommentBody {
+		return false
+	}
+	writeValidation(w, "IssueComment", "body", "custom")
+	return true
+}
 
 // pr finds the pull request the path names, or answers 404.
 func (s *Server) pr(w http.ResponseWriter, r *http.Request, number string) (PR, bool) {
@@ -148,6 +174,9 @@ func (s *Server) createComment(w http.ResponseWriter, r *http.Request, number st
 		writeValidation(w, "IssueComment", "body", "missing_field")
 		return
 	}
+	if tooLong(w, *in.Body) {
+		return
+	}
 	s.mu.Lock()
 	c, err := s.addComment(repoOf(r), p.Number, s.opts.Login, *in.Body)
 	s.mu.Unlock()
@@ -171,6 +200,9 @@ func (s *Server) editComment(w http.ResponseWriter, r *http.Request) {
 	}
 	if in.Body == nil || *in.Body == "" {
 		writeValidation(w, "IssueComment", "body", "missing_field")
+		return
+	}
+	if tooLong(w, *in.Body) {
 		return
 	}
 	s.mu.Lock()
@@ -208,7 +240,7 @@ func (s *Server) findComment(w http.ResponseWriter, r *http.Request, id string) 
 			c = s.state.comments[i]
 		}
 		s.mu.Unlock()
-		if ok && c.Repo == repoOf(r) {
+		if ok && strings.EqualFold(c.Repo, repoOf(r)) {
 			return c, true
 		}
 	}
@@ -304,7 +336,7 @@ func (s *Server) addReaction(w http.ResponseWriter, r *http.Request) {
 func (s *Server) permission(w http.ResponseWriter, r *http.Request) {
 	login := r.PathValue("user")
 	s.mu.Lock()
-	perm, ok := s.state.perms[repoOf(r)+"\x00"+login]
+	perm, ok := s.state.perms[strings.ToLower(repoOf(r))+"\x00"+login]
 	s.mu.Unlock()
 	if !ok {
 		perm = "none"
@@ -387,7 +419,8 @@ func (s *Server) toComment(c Comment) *github.IssueComment {
 
 func (s *Server) toPR(repo string, p PR) *github.PullRequest {
 	return &github.PullRequest{
-		Number: github.Ptr(p.Number), Title: github.Ptr(p.Title), State: github.Ptr("open"), User: user(p.Author),
+		Number: github.Ptr(p.Number), Title: github.Ptr(p.Title), Body: github.Ptr(p.Body), State: github.Ptr(cmp.Or(p.State, "open")),
+		Merged: github.Ptr(p.Merged), User: user(p.Author),
 		HTMLURL: github.Ptr(fmt.Sprintf("%s/%s/pull/%d", s.BaseURL(), repo, p.Number)),
 		URL:     github.Ptr(fmt.Sprintf("%s/repos/%s/pulls/%d", s.BaseURL(), repo, p.Number)),
 		Head:    &github.PullRequestBranch{SHA: github.Ptr(p.HeadSHA), Ref: github.Ptr(p.HeadRef), Repo: repository(cmp.Or(p.HeadRepo, repo))},

@@ -1,7 +1,7 @@
 // Package fakegithub is a local server speaking the part of GitHub's REST API that Keel uses, so
 // tests and demos run the real go-github client against loopback instead of github.com: issue
 // comments (list with pagination, get, create, update, delete), labels (add), pull requests (get,
-// list files), a collaborator's permission, reactions on issue comments and team membership. The
+// list files), the token's user, a collaborator's permission, reactions on issue comments and team membership. The
 // JSON is go-github's own types, so what the client decodes here it decodes from GitHub.
 //
 // A test seeds the state (AddPR, SetPermission, AddTeamMember, AddComment), points a client at
@@ -36,6 +36,9 @@ type Options struct {
 	// Login is the user the token acts as: the author of the comments and reactions it creates.
 	// Empty means DefaultLogin.
 	Login string
+	// NoUser makes GET /user answer 403 as it does for a GitHub App's installation token, whose
+	// login the client must be told.
+	NoUser bool
 }
 
 // Request is one request the server received, for tests that check what a client did.

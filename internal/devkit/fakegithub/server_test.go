@@ -231,3 +231,40 @@ func assertStatus(t *testing.T, err error, code int) {
 	require.True(t, errors.As(err, &er), "want a GitHub error with status %d, got %v", code, err)
 	assert.Equal(t, code, er.Response.StatusCode)
 }
+
+// TestUserCaseAndLimits: GET /user names the token's login (403 as for an App's token with
+// NoUser); owner and repository names ignore case; a comment over GitHub's 65,536 characters is
+// refused with 422; a closed pull request reads as closed.
+func TestUserCaseAndLimits(t *testing.T) {
+	s, c := start(t, false)
+	ctx := context.Background()
+	u, _, err := c.Users.Get(ctx, "")
+	require.NoError(t, err)
+	assert.Equal(t, DefaultLogin, u.GetLogin())
+
+	got, _, err := c.PullRequests.Get(ctx, "ACME", "Widgets", 7)
+	require.NoError(t, err)
+	assert.Equal(t, "open", got.GetState())
+	_, _, err = c.Issues.CreateComment(ctx, "Acme", "WIDGETS", 7, &github.IssueComment{Body: github.Ptr("hi")})
+	require.NoError(t, err)
+	assert.Len(t, s.Comments(testRepo, 7), 1)
+
+	_, resp, err := c.Issues.CreateComment(ctx, "acme", "widgets", 7, &github.IssueComment{Body: github.Ptr(string(make([]byte, MaxCommentBody+1)))})
+	require.Error(t, err)
+	assert.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+
+	s.AddPR(testRepo, PR{Number: 7, Author: "alice", HeadSHA: "abc123", State: "closed", Merged: true})
+	got, _, err = c.PullRequests.Get(ctx, "acme", "widgets", 7)
+	require.NoError(t, err)
+	assert.Equal(t, "closed", got.GetState())
+	assert.True(t, got.GetMerged())
+
+	app, err := Start(Options{Login: "keel-app[bot]", NoUser: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = app.Close() })
+	ac := github.NewClient(nil)
+	ac.BaseURL, _ = url.Parse(app.URL())
+	_, resp, err = ac.Users.Get(ctx, "")
+	require.Error(t, err)
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+}

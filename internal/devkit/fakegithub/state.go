@@ -3,6 +3,7 @@ package fakegithub
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -13,7 +14,11 @@ type PR struct {
 	// Author is the login of the user who opened it.
 	Author  string
 	Title   string
+	Body    string
 	HeadSHA string
+	// State is "open" or "closed" (empty means "open"); Merged says a closed one was merged.
+	State  string
+	Merged bool
 	// HeadRef and BaseRef are branch names; empty means "feature" and "main".
 	HeadRef, BaseRef string
 	// HeadRepo is "owner/name" of the repository the head branch lives in: a fork's, for a pull
@@ -67,7 +72,8 @@ func newState() state {
 		teams: map[string]string{}, reactions: map[int64][]Reaction{}}
 }
 
-func prKey(repo string, n int) string { return fmt.Sprintf("%s#%d", repo, n) }
+// prKey names a pull request; GitHub's owner and repository names ignore case, so the key does.
+func prKey(repo string, n int) string { return fmt.Sprintf("%s#%d", strings.ToLower(repo), n) }
 
 func (st *state) id() int64 {
 	st.nextID++
@@ -105,7 +111,7 @@ func (s *Server) AddPR(repo string, pr PR) {
 func (s *Server) SetPermission(repo, login, permission string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.state.perms[repo+"\x00"+login] = permission
+	s.state.perms[strings.ToLower(repo)+"\x00"+login] = permission
 }
 
 // AddTeamMember makes login an active member of the team org/slug with role "member" or
@@ -144,7 +150,7 @@ func (s *Server) Comments(repo string, pr int) []Comment {
 	defer s.mu.Unlock()
 	var out []Comment
 	for _, c := range s.state.comments {
-		if c.Repo == repo && c.Issue == pr {
+		if strings.EqualFold(c.Repo, repo) && c.Issue == pr {
 			out = append(out, c)
 		}
 	}

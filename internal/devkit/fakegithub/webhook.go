@@ -2,6 +2,7 @@ package fakegithub
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -118,7 +119,7 @@ func (s *Server) IssueCommentEvent(action string, c Comment) *github.IssueCommen
 		Action:  github.Ptr(action),
 		Comment: s.toComment(c),
 		Issue: &github.Issue{
-			Number: github.Ptr(c.Issue), Title: github.Ptr(p.Title), State: github.Ptr("open"), User: user(p.Author),
+			Number: github.Ptr(c.Issue), Title: github.Ptr(p.Title), State: github.Ptr(cmp.Or(p.State, "open")), User: user(p.Author),
 			PullRequestLinks: &github.PullRequestLinks{URL: github.Ptr(fmt.Sprintf("%s/repos/%s/pulls/%d", s.BaseURL(), c.Repo, c.Issue))},
 		},
 		Repo:   repository(c.Repo),

@@ -29,6 +29,13 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, wf wire, t trans
 	}
 	attempt, idx := s.stats.begin(rec)
 	f := faultFor(mode, attempt, rec.First)
+	if mode == ModeUsageLimit && rec.First && attempt == 1 {
+		reset := s.opts.UsageReset
+		if reset <= 0 {
+			reset = DefaultUsageReset
+		}
+		f = fault{Kind: faultHTTP, Name: mode, Status: 429, RetryAfter: int(reset / time.Second), Error: rateLimitBody}
+	}
 	if mode == ModePrimaryDown && t.Model != FallbackModel {
 		f = fault{Kind: faultHTTP, Name: mode, Status: 503, Error: serverErrorBody}
 	}

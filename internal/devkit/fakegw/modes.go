@@ -1,7 +1,9 @@
 package fakegw
 
 import (
+	"fmt"
 	"strings"
+	"time"
 )
 
 // Injection modes. The scripted model reads its mode from the conversation: a line of the task
@@ -82,7 +84,23 @@ const (
 	// call of the conversation: the primary is down, and only a fallback (gateway.fallbacks) can
 	// answer. `starter demo --inject primary_down` configures FallbackModel as the fallback.
 	ModePrimaryDown = "primary_down"
+	// ModeUsageLimit answers attempt 1 of the first model call with 429 and a Retry-After of
+	// Options.UsageReset (2 hours unless set): a usage limit whose reset lies beyond the retry
+	// cap. The same request made again after the wait is answered.
+	ModeUsageLimit = "usage_limit"
 )
+
+// DefaultUsageReset is ModeUsageLimit's Retry-After when Options.UsageReset is not set.
+const DefaultUsageReset = 2 * time.Hour
+
+// GoalCheck is a check command for goal mode that fails with its own output on its first fails
+// runs and passes after: it counts its runs in a file of the work directory.
+func GoalCheck(fails int) string {
+	return fmt.Sprintf(`sh -c 'n=$(($(cat .keel-check-runs 2>/dev/null || echo 0)+1)); echo $n > .keel-check-runs; if [ $n -le %d ]; then echo "--- FAIL: TestGoal (run $n)"; exit 1; fi; echo ok'`, fails)
+}
+
+// GoalCheckSame is a check command that always fails the same way.
+const GoalCheckSame = `sh -c 'echo "--- FAIL: TestGoal: want 3, got 2"; exit 1'`
 
 // ChattyCommand is the command of ModeChattyCommand.
 const ChattyCommand = `sh -c 'for i in 1 2 3 4 5 6; do echo "step $i of 6"; sleep 1; done'`
@@ -132,6 +150,7 @@ var ModeTable = []ModeInfo{
 	{ModeEscapeFileTools, "a hostile model turns the file tools on a 200 MiB file and a named pipe"},
 	{ModeEscapeClasses, "every escape class above in one session"},
 	{ModePrimaryDown, "the primary model answers 503 on every call; the fallback model (gateway.fallbacks) answers"},
+	{ModeUsageLimit, "the first model call gets 429 with Retry-After: 7200 once: a usage limit the session waits out on a timer (or escalates, when the reset is after its deadline)"},
 }
 
 // Modes lists every injection mode, for tests and selftests that walk them all.

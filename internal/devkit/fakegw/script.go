@@ -118,6 +118,8 @@ func decide(mode string, t transcript) reply {
 		return breakerReply(ex)
 	case ModeEscape, ModeEscapeHold:
 		return escapeReply(t, ex, mode)
+	case ModeCommands:
+		return commandsReply(t, ex)
 	}
 	if IsEscapeClass(mode) {
 		return escapeReply(t, ex, mode)

@@ -26,6 +26,9 @@ type Options struct {
 	// every interval for about the duration (defaults 15 s and 250 ms).
 	SlowStreamDuration time.Duration
 	SlowStreamInterval time.Duration
+	// UsageReset is the Retry-After of ModeUsageLimit, in whole seconds; zero means
+	// DefaultUsageReset.
+	UsageReset time.Duration
 	// Logger receives one line per request; nil discards.
 	Logger *slog.Logger
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/fakegw"
 )
 
 // Rows is the whole fault matrix: gateway faults, tool faults, limits and cancellation. The
@@ -29,6 +30,21 @@ func Rows() []Row {
 					return fmt.Errorf("fallback_calls %d, want at least 1", s.FallbackCalls)
 				}
 				return nil
+			},
+		},
+		{
+			// A reset two hours out, past the session's one-hour limit: escalated at once, naming the
+			// reset, and aborted at the escalation's deadline.
+			Name: "gateway usage_limit", Args: []string{"--inject", "usage_limit", "--max-duration", "1h"}, Env: []string{"KEEL_ESCALATION_DEADLINE=2s"},
+			Status: contract.StatusAborted, Code: 1, Check: sawText(contract.EventEscalation, "resets at"),
+		},
+		{
+			Name: "goal check", Args: []string{"--until", fakegw.GoalCheck(1)}, Status: contract.StatusCompleted,
+			Check: func(events []contract.Event, s contract.Summary) error {
+				if s.Checks != 2 {
+					return fmt.Errorf("%d checks run, want 2 (a failure fed back, then a pass)", s.Checks)
+				}
+				return sawText(contract.EventCheck, "failed")(events, s)
 			},
 		},
 		tool("tool_error", contract.StatusCompleted, 0, nil, sawText(contract.EventToolResult, "unchanged")),
