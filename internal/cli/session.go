@@ -86,8 +86,12 @@ func sessionInput(cfg config.Config, spec sessionSpec) contract.SessionInput {
 		return *spec.input
 	}
 	in := session.Defaults(cfg)
-	in.Task, in.Endpoint, in.Workdir = spec.task, spec.endpoint, spec.workdir
-	in.Goal = spec.goal
+	in.Task, in.Workdir = spec.task, spec.workdir
+	if spec.endpoint != nil {
+		ep := *spec.endpoint
+		ep.Scripted = cfg.Gateway.Fake
+		in.Endpoint = &ep
+	}
 	in.Goal = spec.goal
 	return in
 }

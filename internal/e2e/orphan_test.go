@@ -70,6 +70,12 @@ func TestPipeKeepsLineMode(t *testing.T) {
 	if !strings.Contains(out.String(), "→ ") {
 		t.Fatalf("the demo printed no tool call:\n%s", out.String())
 	}
+	// The demo's first go test fails: marked ✗, with its last lines, where FAIL is.
+	text := out.String()
+	if at := strings.Index(text, "  ✗ The command finished with exit status 1"); at < 0 || strings.Contains(text, "✓ The command finished with exit status 1") ||
+		!strings.Contains(text[at:], "\n    FAIL") {
+		t.Errorf("the failing go test is not marked ✗ with its last lines:\n%s", text)
+	}
 	// The fix of calc.go shows as a diff under its write: a line removed, a line added.
 	if !strings.Contains(out.String(), "\n    - ") || !strings.Contains(out.String(), "\n    + ") {
 		t.Errorf("the write of the fix shows no diff:\n%s", out.String())
