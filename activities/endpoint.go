@@ -18,7 +18,11 @@ const maxEndpointChains = 256
 // endpoint is built once and kept, so its client's connections and its breaker live across calls.
 func (a *Activities) chainFor(req contract.ModelRequest) (*gateway.Chain, error) {
 	base := a.chain()
-	if req.Endpoint == nil {
+	if a.Endpoints != nil && a.Endpoints.Scripted && (req.Endpoint == nil || !req.Endpoint.Scripted) {
+		return nil, &gateway.EndpointError{Setting: "gateway.fake on the starter (KEEL_GATEWAY_FAKE=true), or a worker with a real model", Msg: "the session did not ask for the scripted model, " +
+			"and this worker answers every call with the scripted fake gateway of a dev stack (starter dev); a real task is never answered by the script"}
+	}
+	if req.Endpoint == nil || *req.Endpoint == (contract.Endpoint{Scripted: true}) {
 		return base, nil
 	}
 	ep := *req.Endpoint

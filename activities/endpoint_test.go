@@ -176,3 +176,61 @@ func TestSessionEndpointThenWorkerFallbacks(t *testing.T) {
 		t.Errorf("the fallback saw keys %q, want one request with its own key", got)
 	}
 }
+
+// TestScriptedWorkerServesOnlyScripted: a dev stack's scripted worker answers only a session that
+// asked for the scripted model; one that did not (a real task, from a starter without
+// gateway.fake) fails at once saying so, before any request, instead of being answered by the
+// script.
+func TestScriptedWorkerServesOnlyScripted(t *testing.T) {
+	own := startKeyedGateway(t)
+	ownCfg := gateway.Config{Provider: gateway.ProviderOpenAI, BaseURL: own.srv.URL + "/v1", Model: "gpt-own"}
+	primary, err := gateway.New(ownCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.OpenFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts := &activities.Activities{Gateway: primary, Store: st, Events: events.NewPublisher(), Endpoints: &gateway.Endpoints{Own: ownCfg, Scripted: true}}
+	cases := []struct {
+		name   string
+		ep     *contract.Endpoint
+		served bool
+	}{
+		{"asked for the scripted model", &contract.Endpoint{Scripted: true}, true},
+		{"no endpoint", nil, false},
+		{"a model of its own", &contract.Endpoint{Model: "gpt-real"}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := len(own.seen())
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestActivityEnvironment()
+			env.RegisterActivityWithOptions(acts.CallModel, activity.RegisterOptions{Name: contract.CallModelActivity})
+			val, err := env.ExecuteActivity(contract.CallModelActivity, contract.ModelRequest{
+				SessionID: "s-" + c.name, Turn: 1, ModelSettings: contract.ModelSettings{Model: "gpt-session", Endpoint: c.ep},
+				Append: []contract.Message{{Role: contract.RoleUser, Content: "say hi"}},
+			})
+			if c.served {
+				if err != nil || len(own.seen()) != before+1 {
+					t.Fatalf("not served by the scripted gateway: %v", err)
+				}
+				// The reply names the script as what answered, as attempts shows it.
+				var resp contract.ModelResponse
+				if err := val.Get(&resp); err != nil || resp.Model != activities.ScriptedLabel+"openai/gpt-session" {
+					t.Fatalf("the reply names %q (%v), want the scripted fake", resp.Model, err)
+				}
+				return
+			}
+			var app *temporal.ApplicationError
+			var f contract.Failure
+			if !errors.As(err, &app) || app.Details(&f) != nil || f.Class != contract.ClassEndpoint || !strings.Contains(f.Reason, "did not ask for the scripted model") {
+				t.Fatalf("got %v, want an endpoint failure saying the session did not ask for the scripted model", err)
+			}
+			if len(own.seen()) != before {
+				t.Fatal("the scripted gateway was called")
+			}
+		})
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/gateway"
 	"github.com/keelrun/keel/internal/metrics/record"
+	"github.com/keelrun/keel/internal/textfmt"
 	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
@@ -97,11 +98,20 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 	// does, and its history need not carry their encrypted content.
 	reply := resp.Message
 	reply.Reasoning = nil
+	model := chain.Route(i).Label(req.Model)
+	if a.Endpoints != nil && a.Endpoints.Scripted {
+		// The dev stack's script answered, whatever model name the call carried: attempts says so.
+		model = ScriptedLabel + model
+	}
 	return contract.ModelResponse{
 		Head: newHead, Message: reply, Usage: resp.Usage, Attempt: attempt,
-		Model: chain.Route(i).Label(req.Model), Fallback: i > 0,
+		Model: model, Fallback: i > 0,
 	}, nil
 }
+
+// ScriptedLabel starts the model a reply names when a dev stack's scripted fake gateway answered
+// it (the rest is the model name the call carried).
+const ScriptedLabel = "scripted fake, as "
 
 // chain is the configured fallback chain, or a chain of the gateway alone.
 func (a *Activities) chain() *gateway.Chain {
@@ -187,7 +197,7 @@ func (a *Activities) modelError(ctx context.Context, req contract.ModelRequest, 
 		wait := b.Wait(attempt, d.RetryAfter)
 		record.ModelAttempt(mh, d.Class, record.AttemptRetry)
 		record.ModelRetry(mh, d.Class, wait)
-		line := fmt.Sprintf("%s; waiting %d ms before attempt %d", d.Message, wait.Milliseconds(), attempt+1)
+		line := fmt.Sprintf("%s; waiting %s before attempt %d", d.Message, textfmt.Duration(wait), attempt+1)
 		activity.GetLogger(ctx).Info("model call will be retried", "class", d.Class, "wait", wait, "attempt", attempt)
 		a.Events.Publish(ctx, req.Sinks, contract.Event{
 			Event: contract.EventRetry, WorkflowID: req.SessionID, Turn: req.Turn, Text: line,

@@ -23,6 +23,9 @@ func approveCmd(g *globals) *cobra.Command {
 		Args:    cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
+				if err := resolveArg(ctx, c, &args[0]); err != nil {
+					return err
+				}
 				d := contract.ApprovalDecision{Digest: digest, Approve: !deny, By: currentUser()}
 				if len(args) == 2 {
 					d.CallID = args[1]

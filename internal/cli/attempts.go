@@ -43,6 +43,11 @@ func attemptsCmd(g *globals) *cobra.Command {
 				return usageErr("--output %q is not one of text, jsonl", output)
 			}
 			return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
+				if len(args) == 1 {
+					if err := resolveArg(ctx, c, &wid); err != nil {
+						return err
+					}
+				}
 				return printAttempts(ctx, c, wid, output, g.stdout)
 			})
 		},

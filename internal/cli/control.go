@@ -44,31 +44,38 @@ func cancelCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "cancel WORKFLOW_ID",
 		Example: "  starter cancel " + exampleID + " --reason \"wrong task\"",
-		Short:   "Cancel a running session: its turn, model stream and commands stop",
+		Short:   "Cancel a running session: its turn, model stream and commands stop; one no worker takes is terminated",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
-				err := session.Client{Temporal: c}.Cancel(ctx, args[0], contract.CancelRequest{Reason: reason, By: currentUser()})
+				if err := resolveArg(ctx, c, &args[0]); err != nil {
+					return err
+				}
+				res, err := session.Client{Temporal: c}.CancelOrEnd(ctx, args[0], contract.CancelRequest{Reason: reason, By: currentUser()}, CancelWait)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(g.stdout, "cancel sent to %s\n", args[0])
+				fmt.Fprintln(g.stdout, res.Message)
 				return nil
 			})
 		},
 	}
-	cmd.Flags().StringVar(&reason, "reason", "cancelled from the command line", "why, for the transcript")
+	cmd.Flags().StringVar(&reason, "reason", "from the command line", "why, for the transcript")
 	return cmd
 }
 
 func answerCmd(g *globals) *cobra.Command {
 	var text string
 	cmd := &cobra.Command{
-		Use:     "answer WORKFLOW_ID ESCALATION_ID retry|edit|abort [--text ...]",
-		Example: "  starter answer " + exampleID + " esc-9f86d081-1 retry\n  starter answer " + exampleID + " esc-9f86d081-1 edit --text \"read calc.go before you change it\"\n  (starter escalations lists the pending ones with their IDs)",
+		Use:     "answer WORKFLOW_ID [ESCALATION_ID] retry|edit|abort [--text ...]",
+		Example: "  starter answer " + exampleID + " retry\n  starter answer " + exampleID + " esc-9f86d081-1 edit --text \"read calc.go before you change it\"\n  (without ESCALATION_ID: the one the session waits on; starter escalations lists the pending ones with their IDs)",
 		Short:   "Answer a pending escalation",
-		Args:    cobra.ExactArgs(3),
+		Args:    cobra.RangeArgs(2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 2 {
+				// No escalation named: the one the session waits on, looked up below.
+				args = []string{args[0], "", args[1]}
+			}
 			action := args[2]
 			if !slices.Contains([]string{contract.ActionRetry, contract.ActionEdit, contract.ActionAbort}, action) {
 				return usageErr("action %q is not one of retry, edit, abort", action)
@@ -77,6 +84,19 @@ func answerCmd(g *globals) *cobra.Command {
 				return usageErr("edit needs --text (corrected arguments or an instruction for the model)")
 			}
 			return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
+				if err := resolveArg(ctx, c, &args[0]); err != nil {
+					return err
+				}
+				if args[1] == "" {
+					st, err := session.Client{Temporal: c}.Status(ctx, args[0])
+					if err != nil {
+						return err
+					}
+					if !session.AwaitsAnswer(st.Escalation) {
+						return &exitError{code: ExitFailure, err: fmt.Errorf("session %s has no escalation waiting for an answer", args[0])}
+					}
+					args[1] = st.Escalation.ID
+				}
 				res, err := answerSession(ctx, session.Client{Temporal: c}, args[0], contract.Answer{
 					EscalationID: args[1], Action: action, Text: text, By: currentUser(), Via: "cli",
 				})
@@ -214,6 +234,9 @@ func sendSay(g *globals, cmd *cobra.Command, workflowID, text string, interrupt 
 		return usageErr("the message is %d bytes; the most a message may have is %d", len(text), contract.MaxSayBytes)
 	}
 	return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
+		if err := resolveArg(ctx, c, &workflowID); err != nil {
+			return err
+		}
 		res, err := session.Client{Temporal: c}.Say(ctx, workflowID, contract.Say{Text: text, By: currentUser(), Via: "cli", Interrupt: interrupt})
 		refused := ""
 		if r, ok := errors.AsType[*session.RefusedError](err); ok {

@@ -64,6 +64,8 @@ type follower struct {
 	editor *tui.LineEditor
 	// leaving names what asked to leave at once (a second cancel key or signal); "" until then.
 	leaving string
+	// detaching names what detached a watcher (a key or a signal); "" until then.
+	detaching string
 	// settle fires CancelWait after the cancel was sent; nil before.
 	settle <-chan time.Time
 	// cancelKeyAt is when a cancel key was last pressed; zero when none was.
@@ -80,6 +82,9 @@ type follower struct {
 	// attached is set for a session that was running before this follower (watch): its status is
 	// asked at once.
 	attached bool
+	// started is when the session started, for a follower that attached later; zero for a
+	// session this starter starts now.
+	started time.Time
 	// running is the turn in flight, as the last status said.
 	running int
 	// inFlight is the call showStep showed, until its result is printed.
@@ -101,10 +106,21 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 	}()
 
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	// SIGHUP (the terminal closed) and SIGPIPE (the reader of the output left) would otherwise kill
+	// the starter where it stands, leaving a session its in-process worker can never end.
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
-	f.screen, f.prog = tui.NewScreen(nil), newProgress(time.Now())
-	f.m = tui.Model{Interactive: f.interactive, WorkflowID: f.workflowID}
+	// The session's clock counts from its start, also for a watcher that attached later.
+	start := time.Now()
+	if !f.started.IsZero() && f.started.Before(start) {
+		start = f.started
+	}
+	f.screen, f.prog = tui.NewScreen(nil), newProgress(start)
+	f.prog.since = time.Now()
+	if f.attached {
+		f.prog.keys = keysWatch
+	}
+	f.m = tui.Model{Interactive: f.interactive, Watching: f.attached, WorkflowID: f.workflowID}
 	keys, restore := f.readKeys()
 	defer restore()
 	if f.interactive {
@@ -125,6 +141,9 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 	// A session this starter just started has nothing to show before its first turn posts; one
 	// watched mid-way is asked at once.
 	f.heard(time.Now(), !f.attached)
+	if f.attached && f.interactive {
+		f.p.info(tui.WatchHelp)
+	}
 	if f.attached {
 		f.pollStatus(ctx)
 		f.showStep(ctx)
@@ -152,9 +171,12 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 			f.p.info(fmt.Sprintf("the session did not end within %s of the cancel; %s", seconds(CancelWait), f.leftBehind(ctx)))
 			return contract.Summary{}, &exitError{code: ExitCancelled}
 		case sig := <-sigs:
-			f.step(ctx, tui.Signal{Reason: signalReason(sig)})
-			if f.leaving != "" {
-				return f.leave(ctx, f.leaving)
+			if done, sum, err := f.signal(ctx, sig); done {
+				return sum, err
+			}
+		case sig := <-brokenPipe:
+			if done, sum, err := f.signal(ctx, sig); done {
+				return sum, err
 			}
 		case k, ok := <-keys:
 			if !ok {
@@ -162,6 +184,9 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 				continue
 			}
 			f.keys(ctx, k)
+			if f.detaching != "" {
+				return f.detach()
+			}
 			if f.leaving != "" {
 				return f.leave(ctx, f.leaving)
 			}
@@ -171,13 +196,48 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 	}
 }
 
+// signal hands a signal to the state machine; done says the follower leaves now.
+func (f *follower) signal(ctx context.Context, sig os.Signal) (bool, contract.Summary, error) {
+	f.step(ctx, tui.Signal{Reason: signalReason(sig)})
+	if f.detaching != "" {
+		sum, err := f.detach()
+		return true, sum, err
+	}
+	if f.leaving != "" {
+		sum, err := f.leave(ctx, f.leaving)
+		return true, sum, err
+	}
+	return false, contract.Summary{}, nil
+}
+
+// brokenPipe receives SIGPIPE for the whole process (Run asks for it before anything is printed):
+// a write to a closed pipe then fails instead of killing the starter where it stands, which would
+// leave a session its in-process worker can never end; the follower cancels it instead.
+var brokenPipe = make(chan os.Signal, 1)
+
 // signalReason is how the cancel names the signal that asked for it: a supervisor's SIGTERM is not
 // a person at the terminal.
 func signalReason(sig os.Signal) string {
-	if sig == syscall.SIGTERM {
+	switch sig {
+	case syscall.SIGTERM:
 		return "terminated by a signal (SIGTERM)"
+	case syscall.SIGHUP:
+		return "the terminal hung up (SIGHUP)"
+	case syscall.SIGPIPE:
+		return "the reader of the output went away (SIGPIPE)"
 	}
 	return "interrupted by a signal (SIGINT)"
+}
+
+// errDetached is what follow returns when a watcher detached: the session goes on, and the
+// starter exits 0.
+var errDetached = errors.New("detached; the session goes on")
+
+// detach ends watching and leaves the session running.
+func (f *follower) detach() (contract.Summary, error) {
+	f.p.info(fmt.Sprintf("detached (%s): session %s goes on; `starter watch %s` follows it again, `starter cancel %s` ends it",
+		f.detaching, f.workflowID, f.workflowID, f.workflowID))
+	return contract.Summary{}, errDetached
 }
 
 // leave ends following without waiting for the session, after a second interrupt (a signal, or

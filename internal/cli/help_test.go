@@ -19,7 +19,7 @@ func TestArgumentErrorsShowUsage(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"answer", "onlyone"}, []string{"accepts 3 arg(s), received 1", "usage: starter answer WORKFLOW_ID ESCALATION_ID retry|edit|abort", "example:", "starter answer " + exampleID + " esc-", "edit --text"}},
+		{[]string{"answer", "onlyone"}, []string{"accepts between 2 and 3 arg(s), received 1", "usage: starter answer WORKFLOW_ID [ESCALATION_ID] retry|edit|abort", "example:", "starter answer " + exampleID + " esc-", "edit --text"}},
 		{[]string{"cancel"}, []string{"accepts 1 arg(s), received 0", "usage: starter cancel WORKFLOW_ID", "starter cancel " + exampleID}},
 		{[]string{"say", "only-the-id"}, []string{"usage: starter say WORKFLOW_ID TEXT", "starter say " + exampleID}},
 		{[]string{"fork"}, []string{"usage: starter fork WORKFLOW_ID --turn N", "--turn 3"}},
@@ -133,5 +133,25 @@ func TestListRows(t *testing.T) {
 		if got := groupDigits(n); got != want {
 			t.Errorf("groupDigits(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestHelpGroups: --help lists the commands in groups, how to start a session first, then how to
+// watch and answer one, and every command is in one.
+func TestHelpGroups(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := Main(context.Background(), []string{"--help"}, &out, &errOut); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	help := out.String()
+	start, steer, operate := strings.Index(help, "Start here:"), strings.Index(help, "Watch and answer:"), strings.Index(help, "Operate:")
+	if start < 0 || steer < start || operate < steer || strings.Contains(help, "Additional Commands") {
+		t.Fatalf("the groups are missing or out of order:\n%s", help)
+	}
+	if run := strings.Index(help, "\n  run "); run < start || run > steer {
+		t.Fatalf("run is not under Start here:\n%s", help)
+	}
+	if watch := strings.Index(help, "\n  watch "); watch < steer || watch > operate {
+		t.Fatalf("watch is not under Watch and answer:\n%s", help)
 	}
 }

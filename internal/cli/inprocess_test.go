@@ -80,7 +80,7 @@ func TestCommandsInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	runCommands(t, []command{
-		{name: "help", args: []string{"--help"}, code: ExitOK, out: []string{"Start, watch and steer Keel agent sessions", "Available Commands:", "escalations"}},
+		{name: "help", args: []string{"--help"}, code: ExitOK, out: []string{"Start, watch and steer Keel agent sessions", "Start here:", "escalations"}},
 		{name: "a command's help", args: []string{"say", "--help"}, code: ExitOK, out: []string{"starter say WORKFLOW_ID TEXT", "--interrupt"}},
 		{name: "an unknown command", args: []string{"frobnicate"}, code: ExitUsage, errs: []string{`unknown command "frobnicate"`}, quiet: true},
 		{name: "an unknown flag", args: []string{"list", "--nope"}, code: ExitUsage, errs: []string{"unknown flag: --nope", "usage: starter list"}, quiet: true},

@@ -32,6 +32,20 @@ func useTerminal(stdin io.Reader) {
 // stdinIsTerminal reports whether the starter talks to a person at a terminal.
 func stdinIsTerminal() bool { return terminal.Load() != nil }
 
+// interactive reports whether a session shown by p may read keys: a person types at standard
+// input and reads text on a terminal. With the output going to a pipe (starter demo | tee log) the
+// terminal stays in line mode, since raw mode would also change how the pipe's reader prints there.
+func interactive(p printer) bool {
+	tp, ok := p.(*textPrinter)
+	if !ok || !stdinIsTerminal() {
+		return false
+	}
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	f, ok := tp.w.(*os.File)
+	return ok && tui.IsTerminal(f)
+}
+
 var (
 	stdinOnce sync.Once
 	stdinCh   chan []byte
@@ -113,7 +127,7 @@ func (f *follower) keys(ctx context.Context, b []byte) {
 			f.step(ctx, k)
 		}
 	}
-	if f.m.State != before && (f.m.State == tui.Cancelling || f.m.State == tui.Detached) {
+	if f.m.State != before && (f.m.State == tui.Cancelling || f.m.State == tui.Detached) && f.detaching == "" {
 		f.cancelKeyAt = time.Now()
 	}
 }
@@ -144,6 +158,8 @@ func (f *follower) step(ctx context.Context, ev tui.Event) {
 			}
 		case tui.Leave:
 			f.leaving = fx.What
+		case tui.Detach:
+			f.detaching = fx.What
 		}
 	}
 }

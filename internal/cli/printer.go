@@ -16,6 +16,7 @@ import (
 	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/textfmt"
+	"github.com/keelrun/keel/internal/tools"
 )
 
 // printer shows a session to the user, as text for people or as one JSON object per line.
@@ -51,6 +52,18 @@ type textPrinter struct {
 	col int
 	// turn is the turn of the deltas being written.
 	turn int
+	// workdir is the session's work directory, for the diff under a write (callDiff).
+	workdir string
+}
+
+// showWorkdir tells a text printer the session's work directory, so a write shows what it
+// changes in the file there.
+func showWorkdir(p printer, dir string) {
+	if t, ok := p.(*textPrinter); ok {
+		t.mu.Lock()
+		t.workdir = dir
+		t.mu.Unlock()
+	}
 }
 
 // endRow ends a row that a reply left unfinished.
@@ -84,12 +97,15 @@ func (t *textPrinter) event(e contract.Event) {
 		// A running command's output: the status region shows its tail; the result has it all.
 	case contract.EventToolCall:
 		t.line(fmt.Sprintf("→ %s %s", sanitize(e.Tool), sanitize(clip(e.Arguments, 160))))
-	case contract.EventToolResult:
-		mark := "✓"
-		if e.IsError {
-			mark = "✗"
+		if d := callDiff(t.workdir, e.Tool, e.Arguments); d != "" {
+			t.line(sanitize(d))
 		}
-		t.line(fmt.Sprintf("  %s %s", mark, firstLines(sanitize(e.Text), 3)))
+	case contract.EventToolResult:
+		if e.IsError || tools.CommandFailed(e.Text) {
+			t.line("  ✗ " + failedLines(sanitize(e.Text), 4))
+			break
+		}
+		t.line(fmt.Sprintf("  ✓ %s", firstLines(sanitize(e.Text), 3)))
 	case contract.EventMessage:
 		switch {
 		case e.Class == contract.RoleTool:
@@ -277,6 +293,30 @@ func firstLines(s string, n int) string {
 		return strings.Join(lines, "\n    ")
 	}
 	return strings.Join(lines[:n], "\n    ") + fmt.Sprintf("\n    … (%d more lines)", len(lines)-n)
+}
+
+// failedLines shows a failed call's result: its first line (what failed) and the last n lines of
+// the rest, where a failing command prints why (the output's first lines are mostly the command
+// starting up).
+func failedLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	head, rest := lines[0], lines[1:]
+	if i := slices.Index(rest, "Output:"); i >= 0 {
+		rest = rest[i+1:]
+	}
+	for len(rest) > 0 && strings.TrimSpace(rest[0]) == "" {
+		rest = rest[1:]
+	}
+	var b strings.Builder
+	b.WriteString(head)
+	if len(rest) > n {
+		fmt.Fprintf(&b, "\n    … (%d earlier lines)", len(rest)-n)
+		rest = rest[len(rest)-n:]
+	}
+	for _, l := range rest {
+		b.WriteString("\n    " + l)
+	}
+	return b.String()
 }
 
 // longHaulLine says what a long session spent besides turns: its goal checks, its usage-limit

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -78,6 +80,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // it is a terminal (an *os.File a person types at); anything else, nil included, is never read.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	useTerminal(stdin)
+	signal.Notify(brokenPipe, syscall.SIGPIPE)
 	root := newRoot(&globals{stdout: stdout, stderr: stderr})
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -113,13 +116,37 @@ func newRoot(g *globals) *cobra.Command {
 	pf.StringVar(&g.configPath, "config", "", config.FileHelp)
 	config.AddFlags(pf, config.TemporalAddress, config.TemporalNamespace, config.DevStateDir)
 	root.AddCommand(demoCmd(g), runCmd(g), devCmd(g), cancelCmd(g), answerCmd(g), escalationsCmd(g), listCmd(g), gatewayCmd(g),
-		attemptsCmd(g), watchCmd(g), forkCmd(g), selftestCmd(g), approveCmd(g), sayCmd(g), interruptCmd(g), codecServerCmd(g), releaseCmd(g))
+		attemptsCmd(g), watchCmd(g), forkCmd(g), continueCmd(g), selftestCmd(g), approveCmd(g), sayCmd(g), interruptCmd(g), codecServerCmd(g), releaseCmd(g))
 	root.AddCommand(pruneCmd(g))
+	groupCommands(root)
 	for _, c := range root.Commands() {
 		withUsage(c)
 	}
 	root.SetFlagErrorFunc(usageHelp)
 	return root
+}
+
+// commandGroups puts the commands a newcomer reaches for first at the top of --help: how to start a
+// session, then how to watch and answer one; everything else (a command not named here too) is
+// under Operate.
+var commandGroups = map[string]string{
+	"demo": "start", "run": "start", "dev": "start", "fork": "start", "continue": "start",
+	"watch": "steer", "list": "steer", "escalations": "steer", "answer": "steer", "approve": "steer",
+	"say": "steer", "interrupt": "steer", "cancel": "steer", "attempts": "steer", "diff": "steer",
+}
+
+// groupCommands sorts the root's commands into the groups --help lists them in.
+func groupCommands(root *cobra.Command) {
+	root.AddGroup(&cobra.Group{ID: "start", Title: "Start here:"}, &cobra.Group{ID: "steer", Title: "Watch and answer:"},
+		&cobra.Group{ID: "operate", Title: "Operate:"})
+	for _, c := range root.Commands() {
+		c.GroupID = "operate"
+		if g, ok := commandGroups[c.Name()]; ok {
+			c.GroupID = g
+		}
+	}
+	root.SetHelpCommandGroupID("operate")
+	root.SetCompletionCommandGroupID("operate")
 }
 
 // isUsage recognises cobra's own argument and flag errors.

@@ -44,7 +44,12 @@ func runCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg, err := g.load(cmd, nil)
+			// The model's key is a worker's setting: only --dev, which runs a worker here, needs it.
+			prog := config.Starter
+			if dev {
+				prog |= config.Worker
+			}
+			cfg, err := g.loadFor(cmd, prog, nil)
 			if err != nil {
 				return withFakeHint(err)
 			}
@@ -69,6 +74,11 @@ func runCmd(g *globals) *cobra.Command {
 				defer stop()
 			}
 			c, err := app.Dial(ctx, cfg)
+			if err != nil && !dev {
+				// No Temporal answers where the configuration says: a configuration problem (exit 2),
+				// and the first run of someone without a server.
+				return &exitError{code: ExitUsage, err: fmt.Errorf("%w; add --dev to bring up a local dev server and a worker for this run, or start `starter dev` in another terminal", err)}
+			}
 			if err != nil {
 				return err
 			}
@@ -108,7 +118,7 @@ func runCmd(g *globals) *cobra.Command {
 	outputFlag(cmd, &output)
 	untilFlag(cmd, &until)
 	addLimitFlags(cmd)
-	config.AddFlags(cmd.Flags(), config.GatewayBaseURL)
+	config.AddFlags(cmd.Flags(), config.GatewayBaseURL, config.ToolsApproval)
 	cmd.Flags().StringVar(&keyRef, "api-key-ref", "", "the NAME of the API key the workers send to --base-url, declared in their gateway.keys; never the key itself (default: the key the workers declare for that base URL)")
 	return cmd
 }

@@ -48,6 +48,7 @@ func startSession(ctx context.Context, c client.Client, cfg config.Config, spec 
 
 	in := sessionInput(cfg, spec)
 	in.Sinks = []string{sink.URL()}
+	showWorkdir(p, in.Workdir)
 	sc := session.Client{Temporal: c}
 	run, ran, err := sc.Start(ctx, session.Start{
 		ID: spec.workflowID, TaskQueue: cfg.Temporal.TaskQueue, Task: clip(spec.task, 200), Details: staticDetails(in),
@@ -61,6 +62,9 @@ func startSession(ctx context.Context, c client.Client, cfg config.Config, spec 
 		// The job already ran: return that run's result instead of running it twice.
 		said = fmt.Sprintf("job %s already ran; its result follows", spec.workflowID)
 	}
+	if !ran {
+		said += "; model: " + modelLabel(cfg, in)
+	}
 	if link := uiLink(cfg, run.GetID()); link != "" {
 		said += "; Web UI: " + link
 	}
@@ -68,7 +72,7 @@ func startSession(ctx context.Context, c client.Client, cfg config.Config, spec 
 	wctx, stopWarn := context.WithCancel(ctx)
 	defer stopWarn()
 	go warnNoWorker(wctx, c, cfg, p)
-	f := &follower{c: sc, workflowID: run.GetID(), p: p, sink: sink, interactive: spec.output == "text" && stdinIsTerminal()}
+	f := &follower{c: sc, workflowID: run.GetID(), p: p, sink: sink, interactive: interactive(p)}
 	if spec.ownWorker {
 		f.ownQueue = cfg.Temporal.TaskQueue
 	}
@@ -82,7 +86,12 @@ func sessionInput(cfg config.Config, spec sessionSpec) contract.SessionInput {
 		return *spec.input
 	}
 	in := session.Defaults(cfg)
-	in.Task, in.Endpoint, in.Workdir = spec.task, spec.endpoint, spec.workdir
+	in.Task, in.Workdir = spec.task, spec.workdir
+	if spec.endpoint != nil {
+		ep := *spec.endpoint
+		ep.Scripted = cfg.Gateway.Fake
+		in.Endpoint = &ep
+	}
 	in.Goal = spec.goal
 	return in
 }
@@ -114,6 +123,46 @@ func endpointLabel(ep contract.Endpoint, model string) string {
 		s += " (key " + ep.Key + ")"
 	}
 	return s
+}
+
+// modelLabel says which model serves a session, as its start line shows it: the scripted fake when
+// the session asked for it (only a dev stack's scripted worker serves it), else the endpoint the
+// session names, else the provider and model of the gateway settings here, which the workers'
+// own settings replace when they differ.
+func modelLabel(cfg config.Config, in contract.SessionInput) string {
+	ep := contract.Endpoint{}
+	if in.Endpoint != nil {
+		ep = *in.Endpoint
+	}
+	if ep.Scripted && ep.BaseURL == "" {
+		return "the scripted fake model (gateway.fake), no real model is called"
+	}
+	provider, model := ep.Provider, ep.Model
+	if provider == "" {
+		provider = cfg.Gateway.Provider
+	}
+	if model == "" {
+		model = in.Model
+	}
+	if model == "" {
+		model = contract.DefaultModel(provider)
+	}
+	s := provider + "/" + model
+	if ep.BaseURL != "" {
+		return s + " at " + ep.BaseURL
+	}
+	return s + " (the workers' gateway settings; theirs decide when they differ)"
+}
+
+// resolveArg replaces *id, a session ID as a person typed it (whole, or a unique prefix of it or
+// of its short suffix), with the workflow ID it names.
+func resolveArg(ctx context.Context, c client.Client, id *string) error {
+	full, err := session.Client{Temporal: c}.Resolve(ctx, *id)
+	if err != nil {
+		return err
+	}
+	*id = full
+	return nil
 }
 
 // uiLink is the session's page in the Web UI, or "" when temporal.ui_url says none runs.

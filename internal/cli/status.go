@@ -11,9 +11,11 @@ import (
 	"github.com/keelrun/keel/internal/textfmt"
 )
 
-// statusWidth is the width the status line always fits in, the narrowest terminal it is made for:
-// what runs is shortened first, so the session's time, tokens and "esc to interrupt" stay whole.
-const statusWidth = 80
+// statusWidth is the width the status line always fits in: an 80-column terminal, the narrowest
+// it is made for, less the last column, which the screen never writes (a character there would
+// wrap the row). What runs is shortened first, so the session's time, tokens and "esc to
+// interrupt" stay whole.
+const statusWidth = 79
 
 // tailLines is how many lines of a running command's output the status region shows.
 const tailLines = 4
@@ -40,10 +42,18 @@ type progress struct {
 	// retryAt is when a model call's next attempt starts, while the call waits to retry.
 	retryAt time.Time
 	frame   int
+	// keys says what the keys do, at the end of the line.
+	keys string
 }
 
+// Key hints at the end of the status line: the starter's own session, or a watched one.
+const (
+	keysInterrupt = "esc to interrupt"
+	keysWatch     = "esc detaches · x cancels"
+)
+
 func newProgress(now time.Time) *progress {
-	return &progress{start: now, since: now, what: "starting"}
+	return &progress{start: now, since: now, what: "starting", keys: keysInterrupt}
 }
 
 // observe updates the view from one live event.
@@ -88,7 +98,7 @@ func (p *progress) lines(now time.Time) []string {
 	if p.waiting != "" {
 		what, how = p.waiting, ""
 	}
-	rest := how + fmt.Sprintf(" · session %s · %s · esc to interrupt", textfmt.Duration(now.Sub(p.start)), p.tokenText())
+	rest := how + fmt.Sprintf(" · session %s · %s · %s", textfmt.Duration(now.Sub(p.start)), p.tokenText(), p.keys)
 	if room := statusWidth - 2 - utf8.RuneCountInString(rest); utf8.RuneCountInString(what) > room {
 		what = clipRunes(what, room)
 	}

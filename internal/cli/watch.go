@@ -27,7 +27,7 @@ func watchCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "watch WORKFLOW_ID",
 		Example: "  starter watch " + exampleID,
-		Short:   "Re-attach to a session from any terminal: the transcript so far, then live events",
+		Short:   "Re-attach to a session from any terminal: the transcript so far, then live events; Esc, Ctrl+C or q detaches, x cancels",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := newPrinter(output, g.stdout)
@@ -35,6 +35,9 @@ func watchCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return withStore(g, cmd, func(ctx context.Context, cfg config.Config, c client.Client, st store.Store) error {
+				if err := resolveArg(ctx, c, &args[0]); err != nil {
+					return err
+				}
 				wid := args[0]
 				nameSession(p, wid)
 				sc := session.Client{Temporal: c}
@@ -47,8 +50,23 @@ func watchCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				for _, m := range tr {
-					p.event(messageEvent(m))
+				if in, err := startedInput(ctx, c, wid); err == nil {
+					showWorkdir(p, in.Workdir)
+				}
+				// The session's events so far go where they happened in the transcript; the
+				// follower then prints only newer ones.
+				var evs []contract.Event
+				seen := 0
+				qctx, cancelQuery := context.WithTimeout(ctx, 5*time.Second)
+				if status, err := sc.LiveStatus(qctx, wid); err == nil {
+					evs = status.Events
+					for _, e := range evs {
+						seen = max(seen, e.Seq)
+					}
+				}
+				cancelQuery()
+				for _, e := range interleave(tr, evs) {
+					p.event(e)
 				}
 				sink, err := listenSink(cfg)
 				if err != nil {
@@ -58,8 +76,14 @@ func watchCmd(g *globals) *cobra.Command {
 				if err := sc.AttachSink(ctx, wid, sink.URL()); err != nil {
 					p.info("the session is not running; its transcript is above")
 				}
-				f := &follower{c: sc, workflowID: wid, p: p, sink: sink, interactive: output == "text" && stdinIsTerminal(), attached: true}
+				f := &follower{c: sc, workflowID: wid, p: p, sink: sink, interactive: interactive(p), attached: true, seen: seen}
+				if d, err := c.DescribeWorkflowExecution(ctx, wid, ""); err == nil && d.GetWorkflowExecutionInfo().GetStartTime() != nil {
+					f.started = d.GetWorkflowExecutionInfo().GetStartTime().AsTime()
+				}
 				sum, err := f.follow(ctx, sc.Run(ctx, wid))
+				if errors.Is(err, errDetached) {
+					return nil
+				}
 				if err != nil {
 					return err
 				}
@@ -93,6 +117,9 @@ func forkCmd(g *globals) *cobra.Command {
 				return usageErr("--turn must be 0 or more")
 			}
 			return withStore(g, cmd, func(ctx context.Context, cfg config.Config, c client.Client, st store.Store) error {
+				if err := resolveArg(ctx, c, &args[0]); err != nil {
+					return err
+				}
 				in, err := startedInput(ctx, c, args[0])
 				if err != nil {
 					return err
@@ -155,10 +182,7 @@ func showEnded(ctx context.Context, st store.Store, sum contract.Summary, p prin
 	if err != nil {
 		return err
 	}
-	for _, m := range msgs {
-		p.event(messageEvent(m))
-	}
-	for _, e := range sum.Events {
+	for _, e := range interleave(msgs, sum.Events) {
 		p.event(e)
 	}
 	p.summary(sum)

@@ -412,6 +412,7 @@ var settings = []Setting{
 		into: func(d *draft) any { return &d.Limits.ContextTokens }},
 
 	{Name: ToolsApproval, Kind: Choice, OneOf: contract.ApprovalModes, Default: string(contract.ApprovalNever), ReadBy: Starter,
+		Flag: "approval", FlagIn: Starter, FlagUsage: "which tool calls wait for your approval: never, writes or always",
 		Doc: "which tool calls wait for a person's approval", into: func(d *draft) any { return (*string)(&d.Tools.Approval) }},
 	{Name: ToolsAllow, Kind: List, Default: []string{}, ReadBy: Starter,
 		Doc: "tools that never need approval", into: func(d *draft) any { return &d.Tools.Allow }},

@@ -23,6 +23,10 @@ type Endpoint struct {
 	// Key names the API key to send: a name declared in the worker's gateway.keys, or DefaultKey.
 	// Empty sends the key the worker has for that base URL, if any.
 	Key string `json:"key,omitempty"`
+	// Scripted says the session asked for the scripted fake model (gateway.fake where it was
+	// started: demo, run --dev, or a starter told so). A dev stack's scripted worker serves only
+	// such sessions, so a session meant for a real model is never answered by the script.
+	Scripted bool `json:"scripted,omitempty"`
 }
 
 // DefaultKey names a worker's own gateway.api_key.

@@ -42,7 +42,7 @@ var (
 		Fallbacks: map[string]string{"search": "grep"},
 	}
 	goldenEscPolicy = EscalationPolicy{Deadline: jsondur.Duration(time.Hour), Channels: []string{"slack", "webhook"}, DefaultAction: ActionAbort, UIBase: "http://127.0.0.1:8233"}
-	goldenEndpoint  = &Endpoint{Provider: "openai", BaseURL: "http://127.0.0.1:9000/v1", Model: "gpt-x", Key: "team"}
+	goldenEndpoint  = &Endpoint{Provider: "openai", BaseURL: "http://127.0.0.1:9000/v1", Model: "gpt-x", Key: "team", Scripted: true}
 	goldenBreakers  = breaker.State{Breakers: []breaker.Breaker{
 		{Key: "mcp:fs", State: breaker.Open, Expires: []time.Time{goldenTime.Add(time.Minute)}, OpenedAt: goldenTime, RetryAt: goldenTime.Add(time.Minute), ProbeAt: goldenTime.Add(-time.Minute)},
 		{Key: "run_command", State: breaker.Closed, Expires: []time.Time{goldenTime}},

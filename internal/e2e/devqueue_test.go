@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,42 @@ func TestDevStackServesOnlyItsOwn(t *testing.T) {
 		}
 		if s.ToolCalls != 0 || strings.Contains(r.Stdout, "Fixed:") {
 			t.Fatalf("the scripted model answered: %d tool calls\n%s", s.ToolCalls, r.Stdout)
+		}
+	})
+
+	t.Run("plain run on the dev worker", func(t *testing.T) {
+		// A real task for a real model: the dev worker's script must not answer it.
+		ws := t.TempDir()
+		environ := append(append([]string(nil), shared...), "KEEL_GATEWAY_API_KEY=sk-test-not-a-key")
+		r := startLiveEnv(t, environ, "run", "--workdir", ws, "-o", "jsonl", "say hi").finish()
+		s := r.Summary
+		t.Logf("reason: %s", s.Reason)
+		if s.Status == contract.StatusCompleted || s.ToolCalls != 0 {
+			t.Fatalf("exit %d, summary %+v: the scripted model answered a session that did not ask for it\n%s", r.Code, s, r.Stdout)
+		}
+		if !strings.Contains(s.Reason, "did not ask for the scripted model") {
+			t.Fatalf("exit %d, summary %+v; want a failure saying the session did not ask for the scripted model\n%s", r.Code, s, r.Stderr)
+		}
+		if names, _ := os.ReadDir(ws); len(names) != 0 {
+			t.Fatalf("the work directory was written to: %v", names)
+		}
+	})
+
+	t.Run("the start line names the model", func(t *testing.T) {
+		environ := append(append([]string(nil), shared...), "KEEL_GATEWAY_FAKE=true")
+		r := startLiveEnv(t, environ, "run", "--workdir", t.TempDir(), "-o", "jsonl", "say hi").finish()
+		if !strings.Contains(r.Stdout, "model: the scripted fake model") {
+			t.Fatalf("the start line does not say the scripted model serves the session:\n%s", r.Stdout)
+		}
+		// attempts says the same: every model call was answered by the script.
+		out, err := starterIn(environ, "attempts", r.Summary.WorkflowID)
+		if err != nil {
+			t.Fatalf("attempts: %v\n%s", err, out)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Contains(line, "CallModel") && !strings.Contains(line, "scripted fake, as ") {
+				t.Errorf("attempts does not say the scripted model answered: %s", line)
+			}
 		}
 	})
 

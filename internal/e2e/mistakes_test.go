@@ -23,18 +23,26 @@ func TestMistakesAreExplained(t *testing.T) {
 	environ := env.StarterEnv(t)
 	t.Run("argument error", func(t *testing.T) {
 		code, out := starterOut(t, environ, "answer", "onlyone")
-		for _, want := range []string{"accepts 3 arg(s), received 1", "usage: starter answer WORKFLOW_ID ESCALATION_ID retry|edit|abort", "example:"} {
+		for _, want := range []string{"accepts between 2 and 3 arg(s), received 1", "usage: starter answer WORKFLOW_ID [ESCALATION_ID] retry|edit|abort", "example:"} {
 			if code != 2 || !strings.Contains(out, want) {
 				t.Fatalf("exit %d, want 2 and %q:\n%s", code, want, out)
 			}
 		}
 	})
 	t.Run("missing key", func(t *testing.T) {
-		code, out := starterOut(t, environ, "run", "--workdir", t.TempDir(), "say hi")
+		// Only --dev needs the key: it runs a worker in the starter.
+		code, out := starterOut(t, environ, "run", "--dev", "--workdir", t.TempDir(), "say hi")
 		for _, want := range []string{"gateway.api_key", "KEEL_GATEWAY_API_KEY", "KEEL_GATEWAY_FAKE=true", "gateway.fake: true", "--dev"} {
 			if code != 2 || !strings.Contains(out, want) {
 				t.Fatalf("exit %d, want 2 and %q:\n%s", code, want, out)
 			}
+		}
+	})
+	t.Run("no server", func(t *testing.T) {
+		noServer := append(append([]string(nil), environ...), "KEEL_TEMPORAL_ADDRESS=127.0.0.1:1")
+		code, out := starterOut(t, noServer, "run", "--workdir", t.TempDir(), "say hi")
+		if code != 2 || !strings.Contains(out, "127.0.0.1:1") || !strings.Contains(out, "--dev") {
+			t.Fatalf("exit %d, want 2 naming the address and --dev:\n%s", code, out)
 		}
 	})
 	t.Run("unknown key", func(t *testing.T) {

@@ -58,7 +58,7 @@ func TestFirstSignalWaitsBounded(t *testing.T) {
 		reason string
 		twice  bool
 	}{
-		{name: "ctrl-c", send: func(s *tmuxShell) { s.key("C-c") }, reason: "cancelling: cancelled at the terminal"},
+		{name: "ctrl-c", send: func(s *tmuxShell) { s.key("C-c") }, reason: "cancelling: at the terminal"},
 		{name: "sigterm", send: func(s *tmuxShell) { _ = s.foreground().Signal(syscall.SIGTERM) }, reason: "cancelling: terminated by a signal (SIGTERM)"},
 		{name: "second sigterm", send: func(s *tmuxShell) { _ = s.foreground().Signal(syscall.SIGTERM) }, reason: "cancelling: terminated by a signal (SIGTERM)", twice: true},
 	}
@@ -111,6 +111,9 @@ func TestSecondEscStaysOut(t *testing.T) {
 	s := startShell(t, env.StarterEnv(t, "KEEL_TOOLS_APPROVAL=writes"))
 	s.typeLine(starter + ` demo --inject long_command; echo "exit=$?"`)
 	s.waitText(60*time.Second, "[y]es / [n]o")
+	// Esc at the approval prompt denies the call; approve it, and cancel while it runs.
+	s.key("y")
+	s.waitText(30*time.Second, "→ run_command")
 	s.key("Escape")
 	// The person's second press, as people press it: a fixed moment later, not on a condition.
 	time.Sleep(200 * time.Millisecond)

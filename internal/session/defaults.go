@@ -14,7 +14,7 @@ const SystemPrompt = "You are a careful software engineer working in a sandboxed
 // timeout. The starter and the bots that start sessions (the GitHub bot's jobs) start from it, so
 // their sessions agree; the caller adds the task, the work directory and any endpoint.
 func Defaults(cfg config.Config) contract.SessionInput {
-	return contract.SessionInput{
+	in := contract.SessionInput{
 		SystemPrompt: SystemPrompt,
 		Settings: contract.Settings{
 			ModelSettings:    contract.ModelSettings{Model: cfg.Gateway.Model, Retry: cfg.Gateway.Retry},
@@ -25,4 +25,9 @@ func Defaults(cfg config.Config) contract.SessionInput {
 		Escalation:  cfg.Escalation.EscalationPolicy,
 		TurnsPerRun: cfg.Temporal.TurnsPerRun,
 	}
+	if cfg.Gateway.Fake {
+		// Asked for the scripted model: only then may a dev stack's scripted worker serve it.
+		in.Endpoint = &contract.Endpoint{Scripted: true}
+	}
+	return in
 }

@@ -281,14 +281,30 @@ func commandResult(reason stopReason, o outcome, timeout time.Duration, limited 
 			"Check the files it works on before running it again." + body, IsError: true, Changed: true}
 	}
 	if o.signal != 0 {
-		return contract.ToolResult{Content: fmt.Sprintf("The command was ended by the signal %s before it finished; it may have changed files.%s "+
+		return contract.ToolResult{Content: fmt.Sprintf(signalOpening+"%s before it finished; it may have changed files.%s "+
 			"Read the output, fix the cause, and run it again.", o.signal, extra) + body, Changed: true}
 	}
 	if o.code == 0 && !o.failed {
-		return contract.ToolResult{Content: fmt.Sprintf("The command finished with exit status 0 (success).%s", extra) + body, Changed: true}
+		return contract.ToolResult{Content: fmt.Sprintf(succeededPrefix+"success).%s", extra) + body, Changed: true}
 	}
-	return contract.ToolResult{Content: fmt.Sprintf("The command finished with exit status %d, which means it failed; it may have changed files before it failed.%s "+
+	return contract.ToolResult{Content: fmt.Sprintf(failedOpening+"%d, which means it failed; it may have changed files before it failed.%s "+
 		"Read the output, fix the cause, and run it again.", o.code, extra) + body, Changed: true}
+}
+
+// Openings of the results commandResult writes for a command that failed or was ended by a
+// signal: the result is not an error for the model's sake (the output says what to fix), but a
+// person's view marks it as failed.
+const (
+	failedOpening   = "The command finished with exit status "
+	succeededPrefix = "The command finished with exit status 0 ("
+	signalOpening   = "The command was ended by the signal "
+)
+
+// CommandFailed reports whether a run_command result says the command failed (a non-zero exit
+// status, or ended by a signal). It reads only the opening Keel wrote, never the output after it.
+func CommandFailed(content string) bool {
+	return (strings.HasPrefix(content, failedOpening) && !strings.HasPrefix(content, succeededPrefix)) ||
+		strings.HasPrefix(content, signalOpening)
 }
 
 // seconds renders a duration for the model in whole seconds when it is one.

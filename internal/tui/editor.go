@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"bytes"
 	"io"
+	"strings"
 
 	"golang.org/x/term"
 )
@@ -36,8 +38,17 @@ func NewLineEditor(out io.Writer, width int, prompt string) *LineEditor {
 	return e
 }
 
+// homeEnd turns the other encodings of Home and End (tmux and screen send ESC [ 1 ~ and ESC [ 4 ~,
+// rxvt ESC [ 7 ~ and ESC [ 8 ~, xterm in application mode ESC O H and ESC O F) into the ones the
+// editor knows, ESC [ H and ESC [ F: otherwise Home did nothing.
+var homeEnd = strings.NewReplacer("\x1b[1~", "\x1b[H", "\x1b[7~", "\x1b[H", "\x1bOH", "\x1b[H",
+	"\x1b[4~", "\x1b[F", "\x1b[8~", "\x1b[F", "\x1bOF", "\x1b[F")
+
 // Feed hands the editor typed bytes; if it is far behind, they are dropped rather than blocking.
 func (e *LineEditor) Feed(b []byte) {
+	if bytes.IndexByte(b, 0x1b) >= 0 {
+		b = []byte(homeEnd.Replace(string(b)))
+	}
 	select {
 	case e.in <- b:
 	default:

@@ -21,7 +21,8 @@ import (
 type State int
 
 const (
-	// Following shows the session; Esc or Ctrl+C cancels it, other keys do nothing.
+	// Following shows the session; Esc or Ctrl+C cancels it (a watcher detaches instead), other
+	// keys do nothing.
 	Following State = iota
 	// AskingEscalation asks how to answer an escalation: r retries, e edits, a aborts.
 	AskingEscalation
@@ -29,8 +30,11 @@ const (
 	ConfirmingAbort
 	// Editing sends keys to the line editor until Enter; Esc goes back.
 	Editing
-	// AskingApproval asks whether a tool call may run: y approves, n denies.
+	// AskingApproval asks whether a tool call may run: y approves, n or Esc denies (the session
+	// goes on), Ctrl+C cancels the session.
 	AskingApproval
+	// ConfirmingCancel asks a watcher "cancel the session?": y cancels, anything else goes back.
+	ConfirmingCancel
 	// Cancelling has sent the cancel and waits for the session to end; a second cancel leaves.
 	Cancelling
 	// Detached has left the session without waiting for it to end.
@@ -39,7 +43,7 @@ const (
 	Ended
 )
 
-var stateNames = [...]string{"following", "asking-escalation", "confirming-abort", "editing", "asking-approval", "cancelling", "detached", "ended"}
+var stateNames = [...]string{"following", "asking-escalation", "confirming-abort", "editing", "asking-approval", "confirming-cancel", "cancelling", "detached", "ended"}
 
 func (s State) String() string {
 	if int(s) < len(stateNames) {
@@ -54,7 +58,11 @@ type Model struct {
 	// Interactive says a person types at the terminal: without one, questions become the commands
 	// that answer them.
 	Interactive bool
-	WorkflowID  string
+	// Watching says the terminal watches a session someone else started (starter watch): it is a
+	// viewer, so Esc, Ctrl+C, q and every signal detach and leave the session running; only x then
+	// y cancels it.
+	Watching   bool
+	WorkflowID string
 	// Escalation is the escalation asked about (AskingEscalation, ConfirmingAbort, Editing).
 	Escalation string
 	// Approval is the call asked about (AskingApproval).
@@ -63,6 +71,8 @@ type Model struct {
 	// once even after its question closed.
 	Asked   string
 	Offered string
+	// Back is the state a watcher's "cancel the session?" goes back to when the answer is no.
+	Back State
 }
 
 // Event is something that happened: one of Status, Key, EditInput, EditDone, Answered, Signal,
@@ -87,7 +97,7 @@ type EditDone struct {
 // Answered is the outcome of a SendAnswer: whether the session took it.
 type Answered struct{ Accepted bool }
 
-// Signal is SIGINT or SIGTERM; Reason is how the cancel names it.
+// Signal is SIGINT, SIGTERM, SIGHUP or SIGPIPE; Reason is how the cancel names it.
 type Signal struct{ Reason string }
 
 // CancelTimeout is the end of the wait after the cancel was sent.
@@ -106,7 +116,7 @@ func (CancelTimeout) event() {}
 func (SessionEnded) event()  {}
 
 // Effect is what the follower does for a transition, in order: one of Info, SendAnswer,
-// SendApproval, SendCancel, OpenEditor, CloseEditor, FeedEditor, Leave.
+// SendApproval, SendCancel, OpenEditor, CloseEditor, FeedEditor, Leave, Detach.
 type Effect interface{ effect() }
 
 // Info prints a line for the person.
@@ -134,6 +144,9 @@ type FeedEditor struct{ Bytes []byte }
 // Leave stops following without waiting for the session; What names what asked for it.
 type Leave struct{ What string }
 
+// Detach stops watching and leaves the session running; What names what asked for it.
+type Detach struct{ What string }
+
 func (Info) effect()         {}
 func (SendAnswer) effect()   {}
 func (SendApproval) effect() {}
@@ -142,6 +155,7 @@ func (OpenEditor) effect()   {}
 func (CloseEditor) effect()  {}
 func (FeedEditor) effect()   {}
 func (Leave) effect()        {}
+func (Detach) effect()       {}
 
 // Words the person reads; tests and the follower name them from here.
 const (
@@ -153,10 +167,22 @@ const (
 	NotAborted    = "not aborted"
 	// EditPrompt is the line editor's prompt.
 	EditPrompt = "edit> "
-	// KeyCancelReason is the reason a cancel key gives; SecondKey what leaves after it.
-	KeyCancelReason = "cancelled at the terminal"
+	// KeyCancelReason is the reason a cancel key gives; SecondKey what leaves after it. Reasons
+	// say where the cancel came from, not that it is one: the session's summary reads "cancelled:
+	// at the terminal", never "cancelled: cancelled ...".
+	KeyCancelReason = "at the terminal"
 	SecondKey       = "a second Esc or Ctrl+C"
 	SecondSignal    = "a second signal"
+	// WatchHelp says what a watcher's keys do; CancelConfirmText asks before a watcher cancels.
+	WatchHelp         = "watching: Esc, Ctrl+C or q detaches (the session goes on); x cancels the session"
+	CancelConfirmText = "cancel the session? It ends now, as cancelled. [y]es / [n]o"
+	NotCancelled      = "not cancelled; still watching"
+	// WatchCancelReason is the reason a watcher's confirmed cancel gives.
+	WatchCancelReason = "from a watching terminal"
+	// Names of what detached a watcher.
+	DetachEsc   = "Esc"
+	DetachCtrlC = "Ctrl+C"
+	DetachQuit  = "q"
 )
 
 // An approval prompt shows a call's arguments on its line up to approvalShown characters (a
@@ -194,6 +220,9 @@ func Step(m Model, ev Event) (Model, []Effect) {
 		}
 		return m, nil
 	case Signal:
+		if m.Watching && m.State != Cancelling {
+			return m.detach(ev.Reason)
+		}
 		if m.State == Cancelling {
 			m.State = Detached
 			return m, []Effect{Leave{What: SecondSignal}}
@@ -211,6 +240,28 @@ func Step(m Model, ev Event) (Model, []Effect) {
 		return m, fx
 	}
 	return m, nil
+}
+
+// detach leaves the session running; an open editor closes first.
+func (m Model) detach(what string) (Model, []Effect) {
+	var fx []Effect
+	if m.State == Editing {
+		fx = append(fx, CloseEditor{})
+	}
+	m.State, m.Escalation, m.Approval = Detached, "", nil
+	return m, append(fx, Detach{What: what})
+}
+
+// interrupt is what a cancel key does outside a question: a watcher detaches, the terminal that
+// started the session cancels it.
+func (m Model) interrupt(k Key) (Model, []Effect) {
+	if m.Watching {
+		if k.Esc {
+			return m.detach(DetachEsc)
+		}
+		return m.detach(DetachCtrlC)
+	}
+	return m.cancel(KeyCancelReason, SecondKey)
 }
 
 // asking reports whether a question about an escalation is open.
@@ -232,6 +283,9 @@ func (m Model) status(st Status) (Model, []Effect) {
 			fx = append(fx, CloseEditor{})
 		}
 		m.State, m.Escalation = Following, ""
+	}
+	if m.State == ConfirmingCancel {
+		return m, fx
 	}
 	if m.State == AskingApproval && (st.Approval == nil || st.Approval.CallID != m.Approval.CallID) {
 		m.State, m.Approval = Following, nil
@@ -268,10 +322,21 @@ func (m Model) key(k Key) (Model, []Effect) {
 			return m, []Effect{Leave{What: SecondKey}}
 		}
 		return m, nil
+	case ConfirmingCancel:
+		switch {
+		case k.Cancel && !k.Esc:
+			m.Back = Following
+			return m.detach(DetachCtrlC)
+		case !k.Cancel && (k.Ch == 'y' || k.Ch == 'Y'):
+			m.Back = Following
+			return m.cancel(WatchCancelReason, SecondKey)
+		}
+		m.State, m.Back = m.Back, Following
+		return m, []Effect{Info{NotCancelled}}
 	case ConfirmingAbort:
 		switch {
 		case k.Cancel && !k.Esc:
-			return m.cancel(KeyCancelReason, SecondKey)
+			return m.interrupt(k)
 		case !k.Cancel && (k.Ch == 'y' || k.Ch == 'Y'):
 			m.State = AskingEscalation
 			return m, []Effect{SendAnswer{contract.Answer{EscalationID: m.Escalation, Action: contract.ActionAbort}}}
@@ -282,11 +347,24 @@ func (m Model) key(k Key) (Model, []Effect) {
 		// The follower sends what is typed in the editor as EditInput; a Key here means the same.
 		return m.editInput(k.bytes())
 	}
+	if k.Esc && m.State == AskingApproval && !m.Watching {
+		// Esc at the approval prompt is "no, not this": the call is denied and the session goes on
+		// (the model reads the denial); Ctrl+C still cancels the session.
+		a := m.Approval
+		m.State, m.Approval = Following, nil
+		return m, []Effect{SendApproval{contract.ApprovalDecision{CallID: a.CallID, Digest: a.Digest}}}
+	}
 	if k.Cancel {
-		return m.cancel(KeyCancelReason, SecondKey)
+		return m.interrupt(k)
 	}
 	ch := strings.ToLower(string(k.Ch))
 	switch {
+	case m.Watching && ch == "q":
+		return m.detach(DetachQuit)
+	case m.Watching && ch == "x":
+		// From any question too (x answers none): n goes back to it.
+		m.Back, m.State = m.State, ConfirmingCancel
+		return m, []Effect{Info{CancelConfirmText}}
 	case m.State == AskingApproval && (ch == "y" || ch == "n"):
 		a := m.Approval
 		m.State, m.Approval = Following, nil
@@ -321,6 +399,9 @@ func (m Model) editInput(b []byte) (Model, []Effect) {
 		m.State = AskingEscalation
 		return m, []Effect{CloseEditor{}, Info{DroppedText}, Info{AskText}}
 	case strings.IndexByte(string(b), 0x03) >= 0:
+		if m.Watching {
+			return m.detach(DetachCtrlC)
+		}
 		m, fx := m.cancel(KeyCancelReason, SecondKey)
 		return m, append([]Effect{CloseEditor{}}, fx...)
 	}

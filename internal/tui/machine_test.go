@@ -30,6 +30,10 @@ func TestStep(t *testing.T) {
 	approving := Model{State: AskingApproval, Interactive: true, WorkflowID: wid, Approval: call, Offered: "c1"}
 	cancelling := Model{State: Cancelling, Interactive: true, WorkflowID: wid, Asked: "esc-1"}
 	plain := Model{State: Following, WorkflowID: wid}
+	watching := Model{State: Following, Interactive: true, Watching: true, WorkflowID: wid}
+	detached := with0(watching, Detached)
+	confirmingCancel := with0(watching, ConfirmingCancel)
+	watchCancelling := with0(watching, Cancelling)
 	with := func(m Model, f func(*Model)) Model { f(&m); return m }
 
 	ask := Info{AskText}
@@ -109,6 +113,8 @@ func TestStep(t *testing.T) {
 		// AskingApproval
 		{"approving: y approves", approving, Key{Ch: 'y'}, with(following, func(m *Model) { m.Offered = "c1" }), []Effect{SendApproval{contract.ApprovalDecision{CallID: "c1", Digest: "d1", Approve: true}}}},
 		{"approving: N denies", approving, Key{Ch: 'N'}, with(following, func(m *Model) { m.Offered = "c1" }), []Effect{SendApproval{contract.ApprovalDecision{CallID: "c1", Digest: "d1"}}}},
+		{"approving: Esc denies and the session goes on", approving, Key{Cancel: true, Esc: true}, with(following, func(m *Model) { m.Offered = "c1" }), []Effect{SendApproval{contract.ApprovalDecision{CallID: "c1", Digest: "d1"}}}},
+		{"watching: Esc at the approval detaches", with(approving, func(m *Model) { m.Watching = true }), Key{Cancel: true, Esc: true}, with(detached, func(m *Model) { m.Offered = "c1" }), []Effect{Detach{What: DetachEsc}}},
 		{"approving: r does nothing", approving, Key{Ch: 'r'}, approving, nil},
 		{"approving: v shows the whole call and asks again", approving, Key{Ch: 'v'}, approving,
 			[]Effect{Info{"the whole write_file call (16 characters):\n" + `{"path":"a.txt"}`}, Info{"approve the write_file call above? [y]es / [n]o"}}},
@@ -132,6 +138,35 @@ func TestStep(t *testing.T) {
 		{"cancelling: the wait ends", cancelling, CancelTimeout{}, with(cancelling, func(m *Model) { m.State = Detached }), nil},
 		{"cancelling: the end", cancelling, SessionEnded{}, with(cancelling, func(m *Model) { m.State = Ended }), nil},
 
+		// A watcher is a viewer: every key and signal that would cancel detaches instead, and only
+		// x then y cancels.
+		{"watching: Esc detaches", watching, Key{Cancel: true, Esc: true}, detached, []Effect{Detach{What: DetachEsc}}},
+		{"watching: Ctrl+C detaches", watching, Key{Cancel: true}, detached, []Effect{Detach{What: DetachCtrlC}}},
+		{"watching: q detaches", watching, Key{Ch: 'q'}, detached, []Effect{Detach{What: DetachQuit}}},
+		{"watching: Q detaches", watching, Key{Ch: 'Q'}, detached, []Effect{Detach{What: DetachQuit}}},
+		{"watching: SIGTERM detaches", watching, Signal{Reason: "terminated by a signal (SIGTERM)"}, detached, []Effect{Detach{What: "terminated by a signal (SIGTERM)"}}},
+		{"watching: SIGHUP detaches", watching, Signal{Reason: "the terminal hung up (SIGHUP)"}, detached, []Effect{Detach{What: "the terminal hung up (SIGHUP)"}}},
+		{"watching without a terminal: a signal detaches", with(watching, func(m *Model) { m.Interactive = false }), Signal{Reason: "terminated by a signal (SIGTERM)"},
+			with(detached, func(m *Model) { m.Interactive = false }), []Effect{Detach{What: "terminated by a signal (SIGTERM)"}}},
+		{"watching: q detaches from a question", with(asking, func(m *Model) { m.Watching = true }), Key{Ch: 'q'}, with(detached, func(m *Model) { m.Asked = "esc-1" }), []Effect{Detach{What: DetachQuit}}},
+		{"watching: Esc at a question detaches", with(asking, func(m *Model) { m.Watching = true }), Key{Cancel: true, Esc: true}, with(detached, func(m *Model) { m.Asked = "esc-1" }), []Effect{Detach{What: DetachEsc}}},
+		{"watching: Ctrl+C at the approval detaches", with(approving, func(m *Model) { m.Watching = true }), Key{Cancel: true}, with(detached, func(m *Model) { m.Offered = "c1" }), []Effect{Detach{What: DetachCtrlC}}},
+		{"watching: Ctrl+C in the editor closes it and detaches", with(editing, func(m *Model) { m.Watching = true }), EditInput{Bytes: []byte("ab\x03")}, with(detached, func(m *Model) { m.Asked = "esc-1" }),
+			[]Effect{CloseEditor{}, Detach{What: DetachCtrlC}}},
+		{"watching: Esc in the abort confirmation goes back", with(confirming, func(m *Model) { m.Watching = true }), Key{Cancel: true, Esc: true}, with(asking, func(m *Model) { m.Watching = true }), []Effect{Info{NotAborted}, ask}},
+		{"watching: x asks to confirm the cancel", watching, Key{Ch: 'x'}, confirmingCancel, []Effect{Info{CancelConfirmText}}},
+		{"watching: x at the approval asks to confirm", with(approving, func(m *Model) { m.Watching = true }), Key{Ch: 'x'},
+			with(approving, func(m *Model) { m.Watching, m.State, m.Back = true, ConfirmingCancel, AskingApproval }), []Effect{Info{CancelConfirmText}}},
+		{"confirming cancel: n goes back to the approval", with(approving, func(m *Model) { m.Watching, m.State, m.Back = true, ConfirmingCancel, AskingApproval }), Key{Ch: 'n'},
+			with(approving, func(m *Model) { m.Watching = true }), []Effect{Info{NotCancelled}}},
+		{"confirming cancel: y cancels", confirmingCancel, Key{Ch: 'y'}, with(watchCancelling, func(m *Model) {}), []Effect{SendCancel{Reason: WatchCancelReason, Second: SecondKey}}},
+		{"confirming cancel: n goes back", confirmingCancel, Key{Ch: 'n'}, watching, []Effect{Info{NotCancelled}}},
+		{"confirming cancel: Esc goes back", confirmingCancel, Key{Cancel: true, Esc: true}, watching, []Effect{Info{NotCancelled}}},
+		{"confirming cancel: Ctrl+C detaches", confirmingCancel, Key{Cancel: true}, detached, []Effect{Detach{What: DetachCtrlC}}},
+		{"confirming cancel: no question meanwhile", confirmingCancel, Status{Escalation: esc, Approval: call}, confirmingCancel, nil},
+		{"watch cancelling: a second Esc leaves", watchCancelling, Key{Cancel: true, Esc: true}, with(watchCancelling, func(m *Model) { m.State = Detached }), []Effect{Leave{What: SecondKey}}},
+		{"watch cancelling: a signal leaves", watchCancelling, Signal{Reason: "x"}, with(watchCancelling, func(m *Model) { m.State = Detached }), []Effect{Leave{What: SecondSignal}}},
+
 		// Detached and Ended take nothing more.
 		{"detached: keys", with(cancelling, func(m *Model) { m.State = Detached }), Key{Cancel: true}, with(cancelling, func(m *Model) { m.State = Detached }), nil},
 		{"ended: status", with(following, func(m *Model) { m.State = Ended }), Status{Escalation: esc}, with(following, func(m *Model) { m.State = Ended }), nil},
@@ -149,6 +184,9 @@ func TestStep(t *testing.T) {
 		})
 	}
 }
+
+// with0 is m in state s.
+func with0(m Model, s State) Model { m.State = s; return m }
 
 // TestStateNames: every state has a name of its own.
 func TestStateNames(t *testing.T) {
