@@ -54,7 +54,7 @@ func readInWorkdir(workdir, path string) string {
 	if err != nil {
 		return ""
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }()
 	f, err := root.Open(path)
 	if err != nil {
 		return ""

@@ -79,7 +79,7 @@ func printPrune(w io.Writer, rep snapshot.PruneReport, o snapshot.PruneOptions) 
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", snapshot.Printable(p.Session), what, why)
 		}
-		tw.Flush()
+		_ = tw.Flush()
 	}
 	fmt.Fprintf(w, "%s %d snapshot(s) of %d session(s) and %d stored content(s) of %s; the snapshots took %s and %s %s\n",
 		verb, countTurns(rep), len(rep.Sessions), rep.Contents, mib(rep.ContentBytes), mib(rep.Before), after, mib(rep.After))

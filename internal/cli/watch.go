@@ -77,8 +77,8 @@ func watchCmd(g *globals) *cobra.Command {
 					p.info("the session is not running; its transcript is above")
 				}
 				f := &follower{c: sc, workflowID: wid, p: p, sink: sink, interactive: interactive(p), attached: true, seen: seen}
-				if d, err := c.DescribeWorkflowExecution(ctx, wid, ""); err == nil && d.GetWorkflowExecutionInfo().GetStartTime() != nil {
-					f.started = d.GetWorkflowExecutionInfo().GetStartTime().AsTime()
+				if d, err := c.DescribeWorkflow(ctx, wid, ""); err == nil && d.RawResponse.GetWorkflowExecutionInfo().GetStartTime() != nil {
+					f.started = d.RawResponse.GetWorkflowExecutionInfo().GetStartTime().AsTime()
 				}
 				sum, err := f.follow(ctx, sc.Run(ctx, wid))
 				if errors.Is(err, errDetached) {

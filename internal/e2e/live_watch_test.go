@@ -87,11 +87,11 @@ func sessionTime(t testing.TB, wid string) time.Duration {
 	// The one turn uses up limits.max_turns, so the session fails with the limit: its end is
 	// what is timed.
 	_ = env.Client().GetWorkflow(ctx, wid, "").Get(ctx, nil)
-	d, err := env.Client().DescribeWorkflowExecution(ctx, wid, "")
+	d, err := env.Client().DescribeWorkflow(ctx, wid, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	info := d.GetWorkflowExecutionInfo()
+	info := d.RawResponse.GetWorkflowExecutionInfo()
 	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || info.GetCloseTime() == nil {
 		t.Fatalf("session %s is still running", wid)
 	}

@@ -18,11 +18,11 @@ import (
 // sessionStatus is a workflow's execution status as the server reports it.
 func sessionStatus(t *testing.T, wid string) enumspb.WorkflowExecutionStatus {
 	t.Helper()
-	d, err := env.Client().DescribeWorkflowExecution(context.Background(), wid, "")
+	d, err := env.Client().DescribeWorkflow(context.Background(), wid, "")
 	if err != nil {
 		t.Fatalf("describing %s: %v", wid, err)
 	}
-	return d.GetWorkflowExecutionInfo().GetStatus()
+	return d.RawResponse.GetWorkflowExecutionInfo().GetStatus()
 }
 
 // TestWatchDetaches: `starter watch` in a terminal is a viewer of a session another starter
@@ -57,11 +57,11 @@ func TestWatchDetaches(t *testing.T) {
 	t.Run("clock", func(t *testing.T) {
 		// The session's clock counts from its start: attach when it is 12 s old at least, so a clock
 		// that counts from attaching shows less.
-		d, err := env.Client().DescribeWorkflowExecution(t.Context(), wid, "")
+		d, err := env.Client().DescribeWorkflow(t.Context(), wid, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		started := d.GetWorkflowExecutionInfo().GetStartTime().AsTime()
+		started := d.RawResponse.GetWorkflowExecutionInfo().GetStartTime().AsTime()
 		waitFor(60*time.Second, func() bool { return time.Since(started) >= 12*time.Second })
 		s := watch(t)
 		clock := regexp.MustCompile(`· session (\d{2,}s|\d+m \d\ds) · .*esc detaches`)

@@ -180,7 +180,7 @@ func (p *Publisher) logger(ctx context.Context) interface {
 	Warn(string, ...any)
 	Info(string, ...any)
 } {
-	if ctx != nil && activity.IsActivity(ctx) {
+	if activity.IsActivity(ctx) {
 		return activity.GetLogger(ctx)
 	}
 	if p.opts.Log != nil {
@@ -287,7 +287,7 @@ func (q *queue) run() {
 				continue
 			case <-idle.C:
 				if q.retire() {
-					q.report(nil)
+					q.report(context.Background())
 					return
 				}
 				continue
@@ -347,7 +347,7 @@ func (q *queue) send() {
 	q.signal()
 	q.mu.Unlock()
 	if err != nil {
-		q.warnDrop(nil, session, err.Error())
+		q.warnDrop(context.Background(), session, err.Error())
 	}
 }
 

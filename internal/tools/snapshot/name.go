@@ -45,10 +45,8 @@ func (n *Name) UnmarshalJSON(b []byte) error {
 
 // Printable is a name as a terminal may show it: as it is when every character is printable,
 // else quoted with Go's escapes, so no control character, escape sequence or bidirectional
-// override in a name the model chose reaches a terminal.
-//
-// It is a local stand-in for the shared sanitizer of internal/textfmt: swap it for that once it
-// is in.
+// override in a name the model chose reaches a terminal. Unlike textfmt.Harmless, which keeps
+// the newlines of a text, a name is quoted whole when it holds one, so it stays on its line.
 func Printable(name string) string {
 	for _, r := range name {
 		if r == utf8.RuneError || !strconv.IsPrint(r) {
