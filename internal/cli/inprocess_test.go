@@ -122,8 +122,8 @@ func TestCommandsAgainstAServer(t *testing.T) {
 	runCommands(t, []command{
 		{name: "list with no sessions", args: at("list"), code: ExitOK, out: []string{"no sessions"}},
 		{name: "no escalations", args: at("escalations"), code: ExitOK, out: []string{"no pending escalations or approvals"}},
-		{name: "cancel of no session", args: at("cancel", "keel-run-none"), code: ExitFailure, errs: []string{"sending the cancel signal to keel-run-none"}, quiet: true},
-		{name: "approve of no session", args: at("approve", "keel-run-none"), code: ExitFailure, errs: []string{"querying the status of keel-run-none"}, quiet: true},
+		{name: "cancel of no session", args: at("cancel", "keel-run-none"), code: ExitFailure, errs: []string{"no session keel-run-none, and no open or recent session's ID starts with it"}, quiet: true},
+		{name: "approve of no session", args: at("approve", "keel-run-none"), code: ExitFailure, errs: []string{"no session keel-run-none, and no open or recent session's ID starts with it"}, quiet: true},
 	})
 
 	const queue = "cli-inprocess"

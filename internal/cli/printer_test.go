@@ -20,7 +20,7 @@ func TestToolResultMark(t *testing.T) {
 	}{
 		{"failed command", contract.Event{Event: contract.EventToolResult, Tool: "run_command",
 			Text: "The command finished with exit status 1, which means it failed; it may have changed files before it failed. Read the output, fix the cause, and run it again." + out},
-			[]string{"✗ The command finished with exit status 1", "(2 earlier lines)", "--- FAIL: TestAdd", "FAIL example.com/calc"}, []string{"✓", "=== RUN"}},
+			[]string{"✗ The command finished with exit status 1", "(2 earlier lines)", "--- FAIL: TestAdd", "FAIL\texample.com/calc"}, []string{"✓", "=== RUN"}},
 		{"signalled command", contract.Event{Event: contract.EventToolResult, Tool: "run_command", Text: "The command was ended by the signal killed before it finished; it may have changed files." + out},
 			[]string{"✗ The command was ended"}, []string{"✓"}},
 		{"succeeded", contract.Event{Event: contract.EventToolResult, Tool: "run_command", Text: "The command finished with exit status 0 (success).\n\nOutput:\nok"},
