@@ -70,7 +70,7 @@ func TestBadConfiguration(t *testing.T) {
 		{"unknown provider", []string{"KEEL_GATEWAY_PROVIDER=bogus"}, []string{"demo"}, config.GatewayProvider},
 		{"bad duration", nil, []string{"demo", "--max-duration", "soon"}, config.LimitsMaxDuration},
 		{"bad duration from env", []string{"KEEL_LIMITS_MAX_DURATION=3 parsecs"}, []string{"demo"}, config.LimitsMaxDuration},
-		{"missing key for a real provider", []string{"KEEL_GATEWAY_API_KEY="}, []string{"run", "fix it"}, config.GatewayAPIKey},
+		{"missing key for a real provider", []string{"KEEL_GATEWAY_API_KEY="}, []string{"run", "--dev", "fix it"}, config.GatewayAPIKey},
 		{"bad inject", nil, []string{"demo", "--inject", "gremlins"}, "--inject"},
 		{"bad output", nil, []string{"demo", "--output", "xml"}, "--output"},
 		{"state folder inside the work directory", []string{"KEEL_GATEWAY_FAKE=true", "KEEL_DEV_STATE_DIR=.keel"}, []string{"run", "--dev", "fix it"}, config.DevStateDir},
