@@ -3,8 +3,10 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/keelrun/keel/internal/tools/toolspec"
 )
@@ -15,6 +17,8 @@ const (
 	diffShown   = 16
 	diffContext = 2
 	diffMaxLine = 2000
+	// diffMaxBytes is the largest file a write is compared with.
+	diffMaxBytes = 1 << 20
 )
 
 // callDiff is what a write_file or edit_file call changes, as diff lines under the call ("-" for a
@@ -45,7 +49,9 @@ func callDiff(workdir, tool, args string) string {
 }
 
 // readInWorkdir is the file at path inside workdir, or "" when it is absent, unreadable, outside
-// it or too big to compare.
+// it, not a regular file or too big to compare. The model chose the path and the file: it is
+// opened without blocking (a named pipe would otherwise hold the starter forever), checked on the
+// descriptor it was opened as, and read from that descriptor only, at most diffMaxBytes.
 func readInWorkdir(workdir, path string) string {
 	if workdir == "" {
 		return ""
@@ -55,16 +61,16 @@ func readInWorkdir(workdir, path string) string {
 		return ""
 	}
 	defer func() { _ = root.Close() }()
-	f, err := root.Open(path)
+	f, err := root.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() > 1<<20 {
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() > diffMaxBytes {
 		return ""
 	}
-	b, err := root.ReadFile(path)
-	if err != nil {
+	b, err := io.ReadAll(io.LimitReader(f, diffMaxBytes+1))
+	if err != nil || len(b) > diffMaxBytes {
 		return ""
 	}
 	return string(b)
