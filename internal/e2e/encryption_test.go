@@ -178,7 +178,7 @@ func runEncrypted(ctx context.Context, t *testing.T, cfg config.Config, gateway,
 		t.Fatal(err)
 	}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: cfg.Temporal.TaskQueue}, contract.SessionWorkflow,
-		contract.SessionInput{Task: task, Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: ws}}, Limits: contract.Limits{MaxTurns: 20}})
+		scriptedInput(contract.SessionInput{Task: task, Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: ws}}, Limits: contract.Limits{MaxTurns: 20}}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func TestListAndEscalations(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "WAITING ON") || !strings.Contains(out, wid) {
 		t.Fatalf("list: exit %d\n%s", code, out)
 	}
-	if code, out := starterOut(t, environ, "list", "--status", "sleeping"); code != 2 || !strings.Contains(out, "running, waiting, completed") {
+	if code, out := starterOut(t, environ, "list", "--status", "sleeping"); code != 2 || !strings.Contains(out, "running, waiting, waiting_reset, completed") {
 		t.Fatalf("list --status sleeping: exit %d, want 2 naming the statuses\n%s", code, out)
 	}
 

@@ -38,7 +38,7 @@ func TestLargePayloadsStayOutOfHistory(t *testing.T) {
 	}
 	task := "Fix the failing test. The log follows.\n" + strings.Repeat("a line of a long pasted log\n", 300<<10/28)
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: cfg.Temporal.TaskQueue}, contract.SessionWorkflow,
-		contract.SessionInput{Task: task, Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: ws}}, Limits: contract.Limits{MaxTurns: 20}})
+		scriptedInput(contract.SessionInput{Task: task, Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: ws}}, Limits: contract.Limits{MaxTurns: 20}}))
 	if err != nil {
 		t.Fatal(err)
 	}

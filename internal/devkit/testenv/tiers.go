@@ -17,7 +17,7 @@ import (
 // included. It is the README's second line and what CI runs. The timeout is above go test's
 // default of 10 minutes because a test binary is killed a minute after its timeout counted from
 // its start, and on a fresh machine a package's TestMain first waits minutes for the builds.
-const FullSuiteCommand = "go test -timeout 30m ./..."
+const FullSuiteCommand = "go test -timeout 45m ./..."
 
 // FastTierCommand runs the fast tier: unit, workflow and replay tests, with no server and no
 // PostgreSQL. Every test that needs one skips there through Needs or Main.
