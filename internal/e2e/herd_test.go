@@ -52,12 +52,12 @@ func TestRateLimitedHerdSpreads(t *testing.T) {
 			t.Fatal(err)
 		}
 		runs[i], err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: cfg.Temporal.TaskQueue},
-			contract.SessionWorkflow, contract.SessionInput{
+			contract.SessionWorkflow, scriptedInput(contract.SessionInput{
 				// A task of its own per session, so the gateway sees 50 different first calls.
 				Task:     fakegw.WithMode(fmt.Sprintf("session %d: fix the failing test", i), fakegw.ModeRateLimit),
 				Limits:   cfg.Limits,
 				Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: dir}, Sinks: []string{sink.URL()}},
-			})
+			}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestRateLimitedHerdSpreads(t *testing.T) {
 			sum = ended
 		}
 		if sum.GatewayAttempts != 2 {
-			t.Fatalf("session %s: %d attempts, want 2", sum.WorkflowID, sum.GatewayAttempts)
+			t.Fatalf("session %s: %d attempts, want 2 (ended %s: %s %s)", sum.WorkflowID, sum.GatewayAttempts, sum.Status, sum.Class, sum.Reason)
 		}
 	}
 
