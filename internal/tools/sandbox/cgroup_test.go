@@ -81,8 +81,12 @@ func TestSharedMemoryIsBoundedPerCommand(t *testing.T) {
 			cfg := Config{Limits: Limits{Memory: limit}}
 			out, rep, c := runCmd(t, cfg, dir, "./shm", strconv.Itoa(tt.bytes))
 			tt.check(t, out, rep)
-			if peak := c.lease.used.peakMemory; peak > limit {
-				t.Fatalf("peak memory %d above the limit %d", peak, limit)
+			// The kernel charges a cgroup in batches of up to 64 pages per CPU before it enforces
+			// memory.max, so memory.peak may pass the limit by that much (seen: one page); a
+			// command that was not bounded peaks at three times the limit.
+			slack := int64(64*os.Getpagesize()) * int64(runtime.NumCPU())
+			if peak := c.lease.used.peakMemory; peak > int64(limit)+slack {
+				t.Fatalf("peak memory %d above the limit %d and the kernel's charge batch %d", peak, limit, slack)
 			}
 			t.Logf("mapped %d MiB: peak memory %d MiB of %d, out-of-memory kills %d, report %+v",
 				tt.bytes>>20, c.lease.used.peakMemory>>20, limit>>20, c.lease.used.oomKills, rep)
