@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/samples"
 )
 
 // renderings are every channel's rendering of a notice, as text a person reads.
@@ -32,8 +33,8 @@ func renderings(t *testing.T, e contract.Escalation) map[string]string {
 }
 
 func TestApprovalRendering(t *testing.T) {
-	short := sampleApproval("apr-1")
-	long := sampleApproval("apr-2")
+	short := samples.Approval("apr-1")
+	long := samples.Approval("apr-2")
 	long.Approval.Arguments = `{"path":"big.txt","content":"` + strings.Repeat("é", 3000) + `THE-END"}`
 	long.Approval.Digest = contract.Digest(long.Approval.Arguments)
 	command := func(e contract.Escalation) string {
@@ -76,7 +77,7 @@ func TestApprovalRendering(t *testing.T) {
 
 // TestApprovalRenderingPerChannel checks what each channel says in its own words.
 func TestApprovalRenderingPerChannel(t *testing.T) {
-	e := sampleApproval("apr-3")
+	e := samples.Approval("apr-3")
 	got := renderings(t, e)
 	tests := []struct {
 		channel string
@@ -108,7 +109,7 @@ func TestApprovalRenderingPerChannel(t *testing.T) {
 // TestApprovalSlackButtons: exactly Approve (primary) and Deny (danger), each carrying the
 // session, the notice, the call and the digest.
 func TestApprovalSlackButtons(t *testing.T) {
-	e := sampleApproval("apr-4")
+	e := samples.Approval("apr-4")
 	blocks, err := json.Marshal(SlackBlocks(e))
 	require.NoError(t, err)
 	_, buttons := blockTexts(t, string(blocks))
@@ -136,7 +137,7 @@ func TestApprovalSlackButtons(t *testing.T) {
 // TestApprovalSlackBlocksFitBlockKit: a huge argument text still gives sections under Block
 // Kit's 3000-character limit.
 func TestApprovalSlackBlocksFitBlockKit(t *testing.T) {
-	e := sampleApproval("apr-5")
+	e := samples.Approval("apr-5")
 	e.Approval.Arguments = strings.Repeat("`", 10000)
 	blocks, err := json.Marshal(SlackBlocks(e))
 	require.NoError(t, err)
@@ -150,7 +151,7 @@ func TestApprovalSlackBlocksFitBlockKit(t *testing.T) {
 // much is hidden and names the command that prints it whole; GitHub folds the whole call in a
 // details element and Slack carries it in sections; none of it is raw.
 func TestLongCallShown(t *testing.T) {
-	e := sampleApproval("apr-9")
+	e := samples.Approval("apr-9")
 	e.Approval.Arguments = `{"command":"sh -c ': ` + strings.Repeat("=", 1970) + "; echo \x1b]0;t\x07\u009b\u202e tail'\"}"
 	e.Approval.Digest = contract.Digest(e.Approval.Arguments)
 	show := "starter approve keel-0123456789abcdef0123 call_w1 --show"
@@ -182,7 +183,7 @@ func TestLongCallShown(t *testing.T) {
 // TestWebhookApprovalBody: the receiver gets the approval with its exact arguments and digest,
 // the text a person reads and the command that answers.
 func TestWebhookApprovalBody(t *testing.T) {
-	e := sampleApproval("apr-6")
+	e := samples.Approval("apr-6")
 	got := make(chan WebhookBody, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -246,7 +247,7 @@ func blockTexts(t *testing.T, blocks string) ([]string, map[string]map[string]an
 func TestSlackNotifierPostsApproval(t *testing.T) {
 	fs := newFakeSlack(t)
 	n := &SlackNotifier{API: fs.api(), Channel: "C1"}
-	e := sampleApproval("apr-s1")
+	e := samples.Approval("apr-s1")
 	require.NoError(t, n.Notify(context.Background(), e))
 	require.NoError(t, n.Notify(context.Background(), e), "a retried activity")
 	require.Equal(t, 1, fs.postCount())

@@ -13,6 +13,7 @@ import (
 
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/fakegithub"
+	"github.com/keelrun/keel/internal/devkit/samples"
 )
 
 // startGitHub runs a local GitHub with pull requests acme/widgets#7 by alice and acme/gadgets#12
@@ -57,7 +58,7 @@ func TestGitHubNotifier(t *testing.T) {
 			if tt.enterprise {
 				base = gh.EnterpriseURL()
 			}
-			e := sampleEscalation("esc-g1")
+			e := samples.Escalation("esc-g1")
 			e.GitHub = &contract.GitHubContext{Repo: "acme/widgets", PR: 7, Commit: "aaa111"}
 			newNotifier := func() *GitHubNotifier {
 				return &GitHubNotifier{BaseURL: base, Token: "ghp_test"}
@@ -107,7 +108,7 @@ func TestGitHubNotifierPullRequest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			gh := startGitHub(t)
-			e := sampleEscalation("esc-p")
+			e := samples.Escalation("esc-p")
 			e.GitHub = tt.session
 			n := &GitHubNotifier{BaseURL: gh.URL(), Token: "ghp_test", Repo: tt.defRepo, PR: tt.defPR}
 			err := n.Notify(context.Background(), e)
@@ -150,7 +151,7 @@ func TestGitHubNotifierErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			gh := startGitHub(t)
 			n := &GitHubNotifier{BaseURL: gh.URL(), Token: tt.token, Repo: "acme/widgets", PR: tt.pr}
-			err := n.Notify(context.Background(), sampleEscalation("esc-g2"))
+			err := n.Notify(context.Background(), samples.Escalation("esc-g2"))
 			var se *StatusError
 			require.True(t, errors.As(err, &se), "got %v", err)
 			assert.Equal(t, tt.wantCode, se.Code)
@@ -167,7 +168,7 @@ func TestGitHubNotifierRetriedLabel(t *testing.T) {
 	gh := startGitHub(t)
 	gh.FailNext(http.MethodPost, "/repos/acme/widgets/issues/7/labels", http.StatusBadGateway, 1)
 	n := &GitHubNotifier{BaseURL: gh.URL(), Token: "ghp_test", Repo: "acme/widgets", PR: 7}
-	e := sampleEscalation("esc-g3")
+	e := samples.Escalation("esc-g3")
 	err := n.Notify(context.Background(), e)
 	var se *StatusError
 	require.True(t, errors.As(err, &se), "got %v", err)

@@ -8,12 +8,14 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/keelrun/keel/internal/devkit/samples"
 )
 
 func TestSlackNotifierPostsBlocks(t *testing.T) {
 	fs := newFakeSlack(t)
 	n := &SlackNotifier{API: fs.api(), Channel: "C1"}
-	e := sampleEscalation("esc-s1")
+	e := samples.Escalation("esc-s1")
 	require.NoError(t, n.Notify(context.Background(), e))
 	require.Equal(t, 1, fs.postCount())
 
@@ -60,7 +62,7 @@ func TestSlackNotifierIdempotent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fs := newFakeSlack(t)
-			e := sampleEscalation("esc-s2")
+			e := samples.Escalation("esc-s2")
 			first := &SlackNotifier{API: fs.api(), Channel: "C1"}
 			require.NoError(t, first.Notify(context.Background(), e))
 			require.NoError(t, first.Notify(context.Background(), e), "same process")
@@ -73,7 +75,7 @@ func TestSlackNotifierIdempotent(t *testing.T) {
 			require.NoError(t, restarted.Notify(context.Background(), e))
 			assert.Equal(t, tt.wantPosts, fs.postCount())
 
-			require.NoError(t, restarted.Notify(context.Background(), sampleEscalation("esc-other")))
+			require.NoError(t, restarted.Notify(context.Background(), samples.Escalation("esc-other")))
 			assert.Equal(t, tt.wantPosts+1, fs.postCount(), "another escalation is posted")
 		})
 	}
@@ -83,7 +85,7 @@ func TestSlackNotifierIdempotent(t *testing.T) {
 // is still a different escalation, both in one process and in the channel's history.
 func TestSlackNotifierSameIDOtherSession(t *testing.T) {
 	fs := newFakeSlack(t)
-	a := sampleEscalation("esc-same")
+	a := samples.Escalation("esc-same")
 	b := a
 	b.WorkflowID = "keel-other-session"
 	require.NoError(t, (&SlackNotifier{API: fs.api(), Channel: "C1"}).Notify(context.Background(), a))

@@ -9,10 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/samples"
 )
 
 func TestText(t *testing.T) {
-	full := sampleEscalation("esc-1")
+	full := samples.Escalation("esc-1")
 	bare := contract.Escalation{ID: "esc-2", WorkflowID: "wf-2", Reason: "something_new"}
 	tests := []struct {
 		name    string
@@ -65,10 +66,10 @@ func TestText(t *testing.T) {
 // TestNoticeOnly: a failed session's notice (gateway, budget) offers no answer anywhere; a
 // question, or an old record without choices for another reason, offers all three.
 func TestNoticeOnly(t *testing.T) {
-	notice := sampleEscalation("esc-n1")
+	notice := samples.Escalation("esc-n1")
 	notice.Choices = nil
-	question := sampleEscalation("esc-q1")
-	old := sampleEscalation("esc-o1")
+	question := samples.Escalation("esc-q1")
+	old := samples.Escalation("esc-o1")
 	old.Choices, old.Reason = nil, contract.ReasonLoop
 	tests := []struct {
 		name   string

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/samples"
 )
 
 // webhookReceiver is a receiver as a user would write it: it verifies every request and records
@@ -61,7 +62,7 @@ func TestWebhookNotifierPostsSignedOnce(t *testing.T) {
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
 	n := &WebhookNotifier{URL: srv.URL + "/hook", Secret: "s3cret", HTTPClient: srv.Client()}
-	e := sampleEscalation("esc-w1")
+	e := samples.Escalation("esc-w1")
 
 	require.NoError(t, n.Notify(context.Background(), e))
 	require.NoError(t, n.Notify(context.Background(), e))
@@ -93,7 +94,7 @@ func TestWebhookNotifierErrors(t *testing.T) {
 			srv := httptest.NewServer(rc)
 			defer srv.Close()
 			n := &WebhookNotifier{URL: srv.URL, Secret: "k", HTTPClient: srv.Client()}
-			e := sampleEscalation("esc-w2")
+			e := samples.Escalation("esc-w2")
 			for range 2 { // a failed post is not remembered: the retry posts again
 				err := n.Notify(context.Background(), e)
 				var se *StatusError

@@ -17,13 +17,14 @@ import (
 
 	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/samples"
 	"github.com/keelrun/keel/internal/session"
 )
 
 // newApprovalHarness is the bot harness with an approval notice as the clicked message.
 func newApprovalHarness(t *testing.T) *botHarness {
 	h := newBotHarness(t)
-	h.e = sampleApproval("apr-b1")
+	h.e = samples.Approval("apr-b1")
 	return h
 }
 
@@ -193,7 +194,7 @@ func TestSlackBotApprovalDoubleClickInFlight(t *testing.T) {
 	h := newBotHarness(t, func(r *recordingAnswerer) session.Answerer {
 		return &blockingAnswerer{recordingAnswerer: r, gate: gate}
 	})
-	h.e = sampleApproval("apr-b2")
+	h.e = samples.Approval("apr-b2")
 	code, _ := h.do(h.click("U1", testTeam, contract.ActionApprove))
 	require.Equal(t, http.StatusOK, code)
 	receive(t, h.ans.called, "first decision")
@@ -212,7 +213,7 @@ func TestSlackBotApprovalDoubleClickInFlight(t *testing.T) {
 
 // TestApprovalAnsweredBlocks: the rewritten notice keeps every detail but the buttons.
 func TestApprovalAnsweredBlocks(t *testing.T) {
-	e := sampleApproval("apr-b3")
+	e := samples.Approval("apr-b3")
 	at := time.Date(2026, 12, 1, 10, 5, 0, 0, time.UTC)
 	out := answeredBlocks(escalation.SlackBlocks(e), answerRecord{User: "U7", Action: contract.ActionApprove, At: at, Done: true})
 	for _, b := range out {

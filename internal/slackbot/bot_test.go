@@ -19,6 +19,7 @@ import (
 
 	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/samples"
 	"github.com/keelrun/keel/internal/session"
 )
 
@@ -52,7 +53,7 @@ func newBotHarness(t *testing.T, wrap ...func(*recordingAnswerer) session.Answer
 	require.NoError(t, err)
 	srv := httptest.NewServer(bot)
 	t.Cleanup(func() { srv.Close(); bot.Wait() })
-	return &botHarness{t: t, slack: fs, ans: ans, bot: bot, srv: srv, e: sampleEscalation("esc-b1")}
+	return &botHarness{t: t, slack: fs, ans: ans, bot: bot, srv: srv, e: samples.Escalation("esc-b1")}
 }
 
 // request is one HTTP request to the bot, signed as Slack signs: v0, HMAC-SHA256 over

@@ -1,4 +1,6 @@
-package escalation
+// Package samples holds the escalations that the tests of the notices (escalation) and of the
+// Slack bot (slackbot) render and answer, written once for both.
+package samples
 
 import (
 	"time"
@@ -6,8 +8,8 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 )
 
-// sampleEscalation is a fully filled escalation shared by the tests.
-func sampleEscalation(id string) contract.Escalation {
+// Escalation is a fully filled escalation shared by the tests.
+func Escalation(id string) contract.Escalation {
 	return contract.Escalation{
 		ID:         id,
 		WorkflowID: "keel-0123456789abcdef0123",
@@ -25,9 +27,9 @@ func sampleEscalation(id string) contract.Escalation {
 	}
 }
 
-// sampleApproval is an approval notice as the session sends it: one write_file call, its digest,
+// Approval is an approval notice as the session sends it: one write_file call, its digest,
 // choices approve and deny, and the approval deadline.
-func sampleApproval(id string) contract.Escalation {
+func Approval(id string) contract.Escalation {
 	args := `{"path":"calc.go","content":"package calc\n"}`
 	deadline := time.Date(2026, 12, 1, 10, 10, 0, 0, time.UTC)
 	a := contract.Approval{CallID: "call_w1", Tool: "write_file", Digest: contract.Digest(args), Arguments: args, Deadline: deadline}
