@@ -42,7 +42,7 @@ func (a *Activities) CompactTranscript(ctx context.Context, req contract.Compact
 	// Nothing of this call is shown to the user, so a stream cut short is retried like any other
 	// transport failure; Strict sends a reply that does not parse down the plain retry path.
 	mreq := contract.ModelRequest{SessionID: req.SessionID, Turn: req.Turn, ModelSettings: req.ModelSettings, Strict: true}
-	chain, err := a.chainFor(mreq)
+	chain, err := a.Models.chainFor(mreq)
 	if err != nil {
 		return contract.CompactResult{}, surfaced(contract.Failure{Class: contract.ClassEndpoint, Reason: err.Error(), Attempts: attempt})
 	}

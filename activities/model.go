@@ -61,7 +61,7 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 		return contract.ModelResponse{}, surfaced(contract.Failure{Class: contract.ClassUnknown, Reason: err.Error(), Attempts: attempt})
 	}
 	req.BuiltinTools, req.Tools = "", tools
-	chain, err := a.chainFor(req)
+	chain, err := a.Models.chainFor(req)
 	if err != nil {
 		activity.GetLogger(ctx).Warn("cannot serve the session's model endpoint", "error", err)
 		record.ModelAttempt(activity.GetMetricsHandler(ctx), contract.ClassEndpoint, record.AttemptSurfaced)
@@ -99,7 +99,7 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 	reply := resp.Message
 	reply.Reasoning = nil
 	model := chain.Route(i).Label(req.Model)
-	if a.Endpoints != nil && a.Endpoints.Scripted {
+	if a.Models.scripted() {
 		// The dev stack's script answered, whatever model name the call carried: attempts says so.
 		model = ScriptedLabel + model
 	}
@@ -112,15 +112,6 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 // ScriptedLabel starts the model a reply names when a dev stack's scripted fake gateway answered
 // it (the rest is the model name the call carried).
 const ScriptedLabel = "scripted fake, as "
-
-// chain is the configured fallback chain, or a chain of the gateway alone.
-func (a *Activities) chain() *gateway.Chain {
-	a.soloOnce.Do(func() { a.solo = gateway.NewChain(0, gateway.Route{Provider: a.Gateway}) })
-	if a.Models != nil {
-		return a.Models
-	}
-	return a.solo
-}
 
 // stream runs one attempt on one route, heartbeating and publishing every delta.
 func (a *Activities) stream(ctx context.Context, req contract.ModelRequest, route gateway.Route, msgs []contract.Message, stream *streamState) (gateway.Response, error) {
@@ -193,7 +184,7 @@ func (a *Activities) modelError(ctx context.Context, req contract.ModelRequest, 
 		return surfaced(f)
 	}
 	if d.Handling == gateway.Retry && attempt < gateway.AttemptCap(d.Class) {
-		b := gateway.Backoff{Base: req.Retry.Base.Std(), Cap: req.Retry.Cap.Std(), Rand: a.Rand}
+		b := gateway.Backoff{Base: req.Retry.Base.Std(), Cap: req.Retry.Cap.Std(), Rand: a.Models.Rand}
 		wait := b.Wait(attempt, d.RetryAfter)
 		record.ModelAttempt(mh, d.Class, record.AttemptRetry)
 		record.ModelRetry(mh, d.Class, wait)

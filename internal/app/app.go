@@ -107,9 +107,10 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 		return nil, nil, err
 	}
 	acts := &activities.Activities{
-		Models:    models,
-		Gateway:   gw,
-		Endpoints: endpoints(cfg, gcfg, cfg.Gateway.Fake && gatewayURL != ""),
+		Models: &activities.Models{
+			Chain:     models,
+			Endpoints: endpoints(cfg, gcfg, cfg.Gateway.Fake && gatewayURL != ""),
+		},
 		Store:     store.WithCache(st, transcriptCache),
 		Events:    events.NewPublisherWith(events.Options{Keys: keys}),
 		Notifiers: Notifiers(cfg),
@@ -123,7 +124,7 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 	}
 	if j := cfg.Gateway.FixedJitter; j != nil {
 		draw := *j
-		acts.Rand = func() float64 { return draw }
+		acts.Models.Rand = func() float64 { return draw }
 	}
 	if len(cfg.MCP) > 0 {
 		acts.MCP = mcp.NewManager(mcpServers(cfg.MCP))
@@ -189,12 +190,9 @@ func mcpServers(servers []config.MCPServer) []mcp.ServerConfig {
 	return out
 }
 
-// modelChain builds the fallback chain of gateway.fallbacks behind the primary, or nil when none is
-// configured. With the fake gateway, a fallback without a base URL is served by the fake too.
+// modelChain builds the worker's chain: the primary, then the fallbacks of gateway.fallbacks. With
+// the fake gateway, a fallback without a base URL is served by the fake too.
 func modelChain(cfg config.Config, primary gateway.Provider, gatewayURL string) (*gateway.Chain, error) {
-	if len(cfg.Gateway.Fallbacks) == 0 {
-		return nil, nil
-	}
 	var routes []gateway.Route
 	for i, f := range cfg.Gateway.Fallbacks {
 		fcfg := gateway.Config{Provider: f.Provider, BaseURL: f.BaseURL, APIKey: f.APIKey, Model: f.Model}
