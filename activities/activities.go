@@ -123,21 +123,26 @@ func (a *Activities) heartbeatEvery(ctx context.Context) time.Duration {
 	return every
 }
 
-// keepBeating heartbeats with the latest details from get until ctx ends.
+// keepBeating heartbeats with the latest details from get until ctx ends or stop is called.
 func (a *Activities) keepBeating(ctx context.Context, get func() any) (stop func()) {
-	every := a.heartbeatEvery(ctx)
+	return every(ctx, a.heartbeatEvery(ctx), func(ctx context.Context) { activity.RecordHeartbeat(ctx, get()) })
+}
+
+// every calls f every interval, on a goroutine of its own, until ctx ends or stop is called;
+// stop returns once f no longer runs.
+func every(ctx context.Context, interval time.Duration, f func(ctx context.Context)) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(every)
+		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx, get())
+				f(ctx)
 			}
 		}
 	}()
