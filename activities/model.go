@@ -71,25 +71,12 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 		a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventStatus, WorkflowID: req.SessionID, Turn: req.Turn, Status: req.Status})
 	}
 	a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventModelCall, WorkflowID: req.SessionID, Turn: req.Turn, Attempt: attempt})
-	i := chain.Start()
-	var resp gateway.Response
-	for {
-		stream := &streamState{attempt: attempt}
-		resp, err = a.stream(ctx, req, chain.Route(i), msgs, stream)
-		if err == nil {
-			chain.Succeeded(i)
-			break
-		}
-		if next, ok := a.fallBack(ctx, req, chain, i, stream, err); ok {
-			i = next
-			continue
-		}
-		return contract.ModelResponse{}, a.modelError(ctx, req, chain.Route(i), stream, err)
+	resp, i, err := a.callChain(ctx, chain, modelCall{req: req, attempt: attempt, shown: true, send: gateway.Request{
+		Model: req.Model, Messages: msgs, Tools: req.Tools, Strict: req.Strict, CacheKey: req.SessionID,
+	}})
+	if err != nil {
+		return contract.ModelResponse{}, err
 	}
-	mh := activity.GetMetricsHandler(ctx)
-	record.ModelAttempt(mh, "", record.AttemptOK)
-	record.TokensUsed(mh, resp.Usage.InputTokens, resp.Usage.OutputTokens)
-
 	newHead, err := a.Store.Append(ctx, head, []contract.Message{resp.Message})
 	if err != nil {
 		return contract.ModelResponse{}, fmt.Errorf("storing the model's reply: %w", err)
@@ -113,24 +100,61 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 // it (the rest is the model name the call carried).
 const ScriptedLabel = "scripted fake, as "
 
-// stream runs one attempt on one route, heartbeating and publishing every delta.
-func (a *Activities) stream(ctx context.Context, req contract.ModelRequest, route gateway.Route, msgs []contract.Message, stream *streamState) (gateway.Response, error) {
-	model := req.Model
+// modelCall is one model call as callChain runs it on every route it tries.
+type modelCall struct {
+	// req is the request failures are reported against: its session, turn, sinks and retry.
+	req     contract.ModelRequest
+	attempt int
+	// send is what each route is sent, with the route's own model when it names one.
+	send gateway.Request
+	// shown says the reply's text is published to the user as it streams, which brings in the
+	// emitted rule: an attempt that showed something is surfaced when it fails, never retried.
+	shown bool
+}
+
+// callChain runs a model call on chain: an attempt on the first open route, then on the next
+// one while a route is down and nothing was shown (fallBack). It returns the reply and the route
+// that gave it, or the error Temporal acts on (modelError).
+func (a *Activities) callChain(ctx context.Context, chain *gateway.Chain, c modelCall) (gateway.Response, int, error) {
+	i := chain.Start()
+	for {
+		stream := &streamState{attempt: c.attempt}
+		resp, err := a.stream(ctx, c, chain.Route(i), stream)
+		if err == nil {
+			chain.Succeeded(i)
+			mh := activity.GetMetricsHandler(ctx)
+			record.ModelAttempt(mh, "", record.AttemptOK)
+			record.TokensUsed(mh, resp.Usage.InputTokens, resp.Usage.OutputTokens)
+			return resp, i, nil
+		}
+		if next, ok := a.fallBack(ctx, c.req, chain, i, stream, err); ok {
+			i = next
+			continue
+		}
+		return gateway.Response{}, i, a.modelError(ctx, c.req, chain.Route(i), stream, err)
+	}
+}
+
+// stream runs one attempt on one route, heartbeating and, for a call whose text is shown,
+// publishing every delta.
+func (a *Activities) stream(ctx context.Context, c modelCall, route gateway.Route, stream *streamState) (gateway.Response, error) {
+	send := c.send
 	if route.Model != "" {
-		model = route.Model
+		send.Model = route.Model
 	}
 	stop := a.keepBeating(ctx, stream.details)
 	defer stop()
-	return route.Provider.Stream(ctx, gateway.Request{
-		Model: model, Messages: msgs, Tools: req.Tools, Strict: req.Strict, CacheKey: req.SessionID,
-	}, func(text string) {
+	return route.Provider.Stream(ctx, send, func(text string) {
+		if !c.shown {
+			return
+		}
 		n := stream.add(text)
 		if n == 1 {
 			// The emitted rule's heartbeat: sent at once, so an attempt after a crash knows text
 			// was shown. Later details ride on the liveness heartbeats (keepBeating).
 			activity.RecordHeartbeat(ctx, stream.details())
 		}
-		a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventDelta, WorkflowID: req.SessionID, Turn: req.Turn, Text: text, Seq: n})
+		a.Events.Publish(ctx, c.req.Sinks, contract.Event{Event: contract.EventDelta, WorkflowID: c.req.SessionID, Turn: c.req.Turn, Text: text, Seq: n})
 	})
 }
 
