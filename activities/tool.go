@@ -109,7 +109,7 @@ func (d DefaultTools) Run(ctx context.Context, req contract.ToolRequest) (contra
 			return WorkdirRefused, nil
 		}
 	}
-	box := &tools.Box{Root: req.Workdir, Policy: req.Policy, OutputCap: d.OutputCap, Sandbox: d.Sandbox, Live: liveOutputOf(ctx)}
+	box := &tools.Box{Root: req.Workdir, Policy: req.Policy.ToolLimits, OutputCap: d.OutputCap, Sandbox: d.Sandbox, Live: liveOutputOf(ctx)}
 	box.SandboxFailed = func(err error) {
 		activity.GetLogger(ctx).Error("run_command's sandbox could not be set up, so commands cannot run in this work directory; "+
 			"a root worker needs a filesystem with idmapped mounts for the work directory and tools.sandbox_cache (see docs/tools.md)",

@@ -166,7 +166,7 @@ func (s *session) checkGoal(ctx workflow.Context, turn int, deadline workflow.Fu
 	s.cancelTurn = cancel
 	actx := workflow.WithActivityOptions(cctx, toolOptions(call, s.in.Policy, s.in.HeartbeatTimeout.Std()))
 	req := contract.ToolRequest{SessionID: workflow.GetInfo(ctx).WorkflowExecution.ID, Turn: turn, Call: call, ToolSettings: s.in.ToolSettings, Sinks: s.sinks}
-	req.Policy = toolRunPolicy(s.in.Policy)
+	req.Policy = s.in.Policy.ForTools()
 	fut := workflow.ExecuteActivity(actx, contract.RunToolActivity, req)
 	timedOut := false
 	sel := workflow.NewSelector(ctx)

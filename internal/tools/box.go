@@ -25,8 +25,8 @@ import (
 type Box struct {
 	// Root is the work directory.
 	Root string
-	// Policy supplies the command allow list and the command timeout.
-	Policy contract.ToolPolicy
+	// Policy is the session's command allow list and command timeout.
+	Policy contract.ToolLimits
 	// OutputCap is how many bytes of command output are kept; the rest is cut, and the result
 	// says how much.
 	OutputCap int
