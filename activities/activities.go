@@ -18,7 +18,6 @@ import (
 	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tools/mcp"
-	"github.com/keelrun/keel/internal/tools/sandbox"
 	"github.com/keelrun/keel/internal/tools/snapshot"
 	"github.com/keelrun/keel/internal/tools/toolspec"
 )
@@ -31,17 +30,11 @@ type Activities struct {
 	Events *events.Publisher
 	// Notifiers send escalation notices, by channel name.
 	Notifiers map[string]escalation.Notifier
-	// OutputCap bounds a command's kept output in bytes; zero takes the tools default.
-	OutputCap int
-	// Sandbox confines every run_command; nil runs commands unconfined (tools.sandbox: off).
-	Sandbox *sandbox.Config
-	// MCP serves the tools of the configured MCP servers; nil when there are none.
+	// MCP serves the tools of the configured MCP servers (ListTools); nil when there are none.
 	MCP *mcp.Manager
-	// Tools runs tool calls; nil means DefaultTools with OutputCap, MCP, Sandbox and CheckWorkdir.
+	// Tools runs tool calls: the worker's DefaultTools, wrapped in its hooks; nil means
+	// DefaultTools with the default settings and MCP.
 	Tools ToolRunner
-	// CheckWorkdir refuses a session's work directory that holds the worker's own state, store or
-	// configuration (config.Config.CheckWorkdir); nil checks nothing.
-	CheckWorkdir func(dir string) error
 	// Snapshots keeps each session's work directory per turn, for fork --turn; nil keeps none.
 	Snapshots *snapshot.Store
 	// HeartbeatEvery is how often a running model call or tool heartbeats while it waits on

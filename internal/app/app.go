@@ -25,6 +25,7 @@ import (
 	"github.com/keelrun/keel/internal/logs"
 	"github.com/keelrun/keel/internal/metrics"
 	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/tools"
 	"github.com/keelrun/keel/internal/tools/mcp"
 	"github.com/keelrun/keel/internal/tools/sandbox"
 	"github.com/keelrun/keel/internal/tools/snapshot"
@@ -114,10 +115,6 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 		Store:     store.WithCache(st, transcriptCache),
 		Events:    events.NewPublisherWith(events.Options{Keys: keys}),
 		Notifiers: Notifiers(cfg),
-		OutputCap: cfg.OutputCap,
-		Sandbox:   SandboxConfig(cfg.Sandbox),
-		// A session's work directory may not hold this worker's state, store or configuration.
-		CheckWorkdir: cfg.CheckWorkdir,
 	}
 	if cfg.Dev.StateDir != "" {
 		acts.Snapshots = Snapshots(cfg)
@@ -129,13 +126,12 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 	if len(cfg.MCP) > 0 {
 		acts.MCP = mcp.NewManager(mcpServers(cfg.MCP))
 	}
-	if len(hooks) > 0 {
-		var r activities.ToolRunner = acts.DefaultTools()
-		for _, h := range hooks {
-			r = h(r)
-		}
-		acts.Tools = r
+	// A session's work directory may not hold this worker's state, store or configuration.
+	var r activities.ToolRunner = activities.DefaultTools{Settings: ToolSettings(cfg), MCP: acts.MCP, CheckWorkdir: cfg.CheckWorkdir}
+	for _, h := range hooks {
+		r = h(r)
 	}
+	acts.Tools = r
 	return acts, func() {
 		if acts.MCP != nil {
 			_ = acts.MCP.Close()
@@ -168,6 +164,11 @@ func CheckSandbox(cfg config.Config) error {
 			"a command can then read the worker's secrets, write outside the work directory and reach the network", err)
 	}
 	return nil
+}
+
+// ToolSettings are the worker's tool settings as the tools take them, built once per worker.
+func ToolSettings(cfg config.Config) tools.Settings {
+	return tools.Settings{WorkerTools: cfg.WorkerTools, Sandbox: SandboxConfig(cfg.Sandbox)}
 }
 
 // SandboxConfig is the sandbox package's form of the configuration's tools.sandbox settings; nil
