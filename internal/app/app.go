@@ -84,9 +84,6 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 	if gatewayURL != "" {
 		gcfg.BaseURL = gatewayURL
 	}
-	if gcfg.APIKey == "" {
-		gcfg.APIKey = "fake-gateway-key"
-	}
 	gw, err := gateway.New(gcfg)
 	if err != nil {
 		return nil, nil, err
@@ -199,9 +196,6 @@ func modelChain(cfg config.Config, primary gateway.Provider, gatewayURL string) 
 		fcfg := gateway.Config{Provider: f.Provider, BaseURL: f.BaseURL, APIKey: f.APIKey, Model: f.Model}
 		if fcfg.BaseURL == "" && cfg.Gateway.Fake {
 			fcfg.BaseURL = strings.TrimSuffix(gatewayURL, apiPath(cfg.Gateway.Provider)) + apiPath(f.Provider)
-		}
-		if fcfg.APIKey == "" {
-			fcfg.APIKey = "fake-gateway-key"
 		}
 		p, err := gateway.New(fcfg)
 		if err != nil {
