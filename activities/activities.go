@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -17,47 +16,27 @@ import (
 	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/events"
-	"github.com/keelrun/keel/internal/gateway"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tools/mcp"
-	"github.com/keelrun/keel/internal/tools/sandbox"
 	"github.com/keelrun/keel/internal/tools/snapshot"
 	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
 // Activities are the dependencies of every activity.
 type Activities struct {
-	Gateway gateway.Provider
-	Store   store.Store
-	Events  *events.Publisher
+	// Models reaches the worker's model, its fallbacks and the endpoints sessions name.
+	Models *Models
+	Store  store.Store
+	Events *events.Publisher
 	// Notifiers send escalation notices, by channel name.
 	Notifiers map[string]escalation.Notifier
-	// Rand is the backoff's random source; nil means math/rand. Tests fix it to assert waits.
-	Rand func() float64
-	// OutputCap bounds a command's kept output in bytes; zero takes the tools default.
-	OutputCap int
-	// Sandbox confines every run_command; nil runs commands unconfined (tools.sandbox: off).
-	Sandbox *sandbox.Config
-	// MCP serves the tools of the configured MCP servers; nil when there are none.
+	// MCP serves the tools of the configured MCP servers (ListTools); nil when there are none.
 	MCP *mcp.Manager
-	// Tools runs tool calls; nil means DefaultTools with OutputCap, MCP, Sandbox and CheckWorkdir.
+	// Tools runs tool calls: the worker's DefaultTools, wrapped in its hooks; nil means
+	// DefaultTools with the default settings and MCP.
 	Tools ToolRunner
-	// CheckWorkdir refuses a session's work directory that holds the worker's own state, store or
-	// configuration (config.Config.CheckWorkdir); nil checks nothing.
-	CheckWorkdir func(dir string) error
-	// Models is the primary model and its fallbacks (gateway.fallbacks); nil means Gateway alone.
-	Models *gateway.Chain
-
-	// Endpoints serves the model endpoints sessions name (contract.Endpoint); nil refuses them.
-	Endpoints *gateway.Endpoints
 	// Snapshots keeps each session's work directory per turn, for fork --turn; nil keeps none.
 	Snapshots *snapshot.Store
-
-	soloOnce sync.Once
-	solo     *gateway.Chain
-
-	endpointsMu    sync.Mutex
-	endpointChains map[contract.Endpoint]*gateway.Chain
 	// HeartbeatEvery is how often a running model call or tool heartbeats while it waits on
 	// something slow. When the server pushes cancellation to the worker (worker commands), a
 	// heartbeat only proves the worker is alive, so it is long (LivenessHeartbeat); when it does
@@ -137,21 +116,26 @@ func (a *Activities) heartbeatEvery(ctx context.Context) time.Duration {
 	return every
 }
 
-// keepBeating heartbeats with the latest details from get until ctx ends.
+// keepBeating heartbeats with the latest details from get until ctx ends or stop is called.
 func (a *Activities) keepBeating(ctx context.Context, get func() any) (stop func()) {
-	every := a.heartbeatEvery(ctx)
+	return every(ctx, a.heartbeatEvery(ctx), func(ctx context.Context) { activity.RecordHeartbeat(ctx, get()) })
+}
+
+// every calls f every interval, on a goroutine of its own, until ctx ends or stop is called;
+// stop returns once f no longer runs.
+func every(ctx context.Context, interval time.Duration, f func(ctx context.Context)) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(every)
+		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx, get())
+				f(ctx)
 			}
 		}
 	}()

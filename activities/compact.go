@@ -10,7 +10,6 @@ import (
 
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/gateway"
-	"github.com/keelrun/keel/internal/metrics/record"
 )
 
 // maxFoldedChars bounds the text of one folded message in the summarising request: a long tool
@@ -42,28 +41,14 @@ func (a *Activities) CompactTranscript(ctx context.Context, req contract.Compact
 	// Nothing of this call is shown to the user, so a stream cut short is retried like any other
 	// transport failure; Strict sends a reply that does not parse down the plain retry path.
 	mreq := contract.ModelRequest{SessionID: req.SessionID, Turn: req.Turn, ModelSettings: req.ModelSettings, Strict: true}
-	chain, err := a.chainFor(mreq)
+	chain, err := a.Models.chainFor(mreq)
 	if err != nil {
 		return contract.CompactResult{}, surfaced(contract.Failure{Class: contract.ClassEndpoint, Reason: err.Error(), Attempts: attempt})
 	}
-	i := chain.Start()
-	var resp gateway.Response
-	for {
-		stream := &streamState{attempt: attempt}
-		resp, err = a.summarise(ctx, mreq, chain.Route(i), msgs)
-		if err == nil {
-			chain.Succeeded(i)
-			break
-		}
-		if next, ok := a.fallBack(ctx, mreq, chain, i, stream, err); ok {
-			i = next
-			continue
-		}
-		return contract.CompactResult{}, a.modelError(ctx, mreq, chain.Route(i), stream, err)
+	resp, i, err := a.callChain(ctx, chain, modelCall{req: mreq, attempt: attempt, send: gateway.Request{Model: req.Model, Messages: msgs}})
+	if err != nil {
+		return contract.CompactResult{}, err
 	}
-	mh := activity.GetMetricsHandler(ctx)
-	record.ModelAttempt(mh, "", record.AttemptOK)
-	record.TokensUsed(mh, resp.Usage.InputTokens, resp.Usage.OutputTokens)
 
 	text := clipBytes(strings.TrimSpace(resp.Message.Content), maxSummaryBytes)
 	if text == "" {
@@ -81,18 +66,6 @@ func (a *Activities) CompactTranscript(ctx context.Context, req contract.Compact
 		Model: chain.Route(i).Label(req.Model), Fallback: i > 0,
 		SavedTokens: savedTokens(resp.Usage.InputTokens, msgs, f.folded, summary),
 	}, nil
-}
-
-// summarise runs one attempt of the summarising call on one route. Its text is not streamed to
-// anyone: it becomes the summary once complete.
-func (a *Activities) summarise(ctx context.Context, req contract.ModelRequest, route gateway.Route, msgs []contract.Message) (gateway.Response, error) {
-	model := req.Model
-	if route.Model != "" {
-		model = route.Model
-	}
-	stop := a.keepBeating(ctx, func() any { return nil })
-	defer stop()
-	return route.Provider.Stream(ctx, gateway.Request{Model: model, Messages: msgs}, func(string) {})
 }
 
 // fold is what one compaction summarises: the transcript's start that stays (the system prompt

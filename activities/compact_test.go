@@ -57,7 +57,7 @@ func TestCompactTranscript(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			acts := &activities.Activities{Gateway: p, Store: st, Events: events.NewPublisher()}
+			acts := &activities.Activities{Models: activities.Solo(p), Store: st, Events: events.NewPublisher()}
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestActivityEnvironment()
 			env.RegisterActivityWithOptions(acts.CallModel, activity.RegisterOptions{Name: contract.CallModelActivity})
@@ -188,7 +188,7 @@ func TestCompactionCutKeepsCallsWithResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts := &activities.Activities{Gateway: p, Store: st, Events: events.NewPublisher()}
+	acts := &activities.Activities{Models: activities.Solo(p), Store: st, Events: events.NewPublisher()}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivityWithOptions(acts.CompactTranscript, activity.RegisterOptions{Name: contract.CompactActivity})
@@ -299,7 +299,7 @@ func TestCompactionDistrustsTheSummary(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			acts := &activities.Activities{Gateway: scriptedSummary{c.reply}, Store: st, Events: events.NewPublisher()}
+			acts := &activities.Activities{Models: activities.Solo(scriptedSummary{c.reply}), Store: st, Events: events.NewPublisher()}
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestActivityEnvironment()
 			env.RegisterActivityWithOptions(acts.CompactTranscript, activity.RegisterOptions{Name: contract.CompactActivity})

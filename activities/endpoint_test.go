@@ -63,10 +63,12 @@ func TestCallModelServesSessionEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts := &activities.Activities{Gateway: primary, Store: st, Events: events.NewPublisher(), Endpoints: &gateway.Endpoints{
+	models := activities.Solo(primary)
+	models.Endpoints = &gateway.Endpoints{
 		Own:  ownCfg,
 		Keys: map[string]gateway.Key{"second": {Value: "second-secret", BaseURL: second.srv.URL + "/v1"}},
-	}}
+	}
+	acts := &activities.Activities{Models: models, Store: st, Events: events.NewPublisher()}
 	cases := []struct {
 		name      string
 		ep        *contract.Endpoint
@@ -152,8 +154,10 @@ func TestSessionEndpointThenWorkerFallbacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts := &activities.Activities{Gateway: primary, Store: st, Events: events.NewPublisher(), Endpoints: &gateway.Endpoints{Own: ownCfg},
-		Models: gateway.NewChain(0, gateway.Route{Provider: primary}, gateway.Route{Provider: fallback, Model: fakegw.FallbackModel})}
+	acts := &activities.Activities{Store: st, Events: events.NewPublisher(), Models: &activities.Models{
+		Chain:     gateway.NewChain(0, gateway.Route{Provider: primary}, gateway.Route{Provider: fallback, Model: fakegw.FallbackModel}),
+		Endpoints: &gateway.Endpoints{Own: ownCfg},
+	}}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivityWithOptions(acts.CallModel, activity.RegisterOptions{Name: contract.CallModelActivity})
@@ -192,7 +196,9 @@ func TestScriptedWorkerServesOnlyScripted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts := &activities.Activities{Gateway: primary, Store: st, Events: events.NewPublisher(), Endpoints: &gateway.Endpoints{Own: ownCfg, Scripted: true}}
+	models := activities.Solo(primary)
+	models.Endpoints = &gateway.Endpoints{Own: ownCfg, Scripted: true}
+	acts := &activities.Activities{Models: models, Store: st, Events: events.NewPublisher()}
 	cases := []struct {
 		name   string
 		ep     *contract.Endpoint

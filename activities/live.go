@@ -22,27 +22,14 @@ func (a *Activities) liveOutput(ctx context.Context, req contract.ToolRequest) (
 		return nil, func() {}
 	}
 	buf := &pendingOutput{}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(liveEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if text := buf.take(); text != "" {
-					a.Events.Publish(ctx, req.Sinks, contract.Event{
-						Event: contract.EventOutput, WorkflowID: req.SessionID, Turn: req.Turn,
-						Tool: req.Call.Name, CallID: req.Call.ID, Text: text,
-					})
-				}
-			}
+	return buf, every(ctx, liveEvery, func(ctx context.Context) {
+		if text := buf.take(); text != "" {
+			a.Events.Publish(ctx, req.Sinks, contract.Event{
+				Event: contract.EventOutput, WorkflowID: req.SessionID, Turn: req.Turn,
+				Tool: req.Call.Name, CallID: req.Call.ID, Text: text,
+			})
 		}
-	}()
-	return buf, func() { cancel(); <-done }
+	})
 }
 
 // pendingOutput keeps the end of the output not yet posted.

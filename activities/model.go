@@ -61,7 +61,7 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 		return contract.ModelResponse{}, surfaced(contract.Failure{Class: contract.ClassUnknown, Reason: err.Error(), Attempts: attempt})
 	}
 	req.BuiltinTools, req.Tools = "", tools
-	chain, err := a.chainFor(req)
+	chain, err := a.Models.chainFor(req)
 	if err != nil {
 		activity.GetLogger(ctx).Warn("cannot serve the session's model endpoint", "error", err)
 		record.ModelAttempt(activity.GetMetricsHandler(ctx), contract.ClassEndpoint, record.AttemptSurfaced)
@@ -71,25 +71,12 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 		a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventStatus, WorkflowID: req.SessionID, Turn: req.Turn, Status: req.Status})
 	}
 	a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventModelCall, WorkflowID: req.SessionID, Turn: req.Turn, Attempt: attempt})
-	i := chain.Start()
-	var resp gateway.Response
-	for {
-		stream := &streamState{attempt: attempt}
-		resp, err = a.stream(ctx, req, chain.Route(i), msgs, stream)
-		if err == nil {
-			chain.Succeeded(i)
-			break
-		}
-		if next, ok := a.fallBack(ctx, req, chain, i, stream, err); ok {
-			i = next
-			continue
-		}
-		return contract.ModelResponse{}, a.modelError(ctx, req, chain.Route(i), stream, err)
+	resp, i, err := a.callChain(ctx, chain, modelCall{req: req, attempt: attempt, shown: true, send: gateway.Request{
+		Model: req.Model, Messages: msgs, Tools: req.Tools, Strict: req.Strict, CacheKey: req.SessionID,
+	}})
+	if err != nil {
+		return contract.ModelResponse{}, err
 	}
-	mh := activity.GetMetricsHandler(ctx)
-	record.ModelAttempt(mh, "", record.AttemptOK)
-	record.TokensUsed(mh, resp.Usage.InputTokens, resp.Usage.OutputTokens)
-
 	newHead, err := a.Store.Append(ctx, head, []contract.Message{resp.Message})
 	if err != nil {
 		return contract.ModelResponse{}, fmt.Errorf("storing the model's reply: %w", err)
@@ -99,7 +86,7 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 	reply := resp.Message
 	reply.Reasoning = nil
 	model := chain.Route(i).Label(req.Model)
-	if a.Endpoints != nil && a.Endpoints.Scripted {
+	if a.Models.scripted() {
 		// The dev stack's script answered, whatever model name the call carried: attempts says so.
 		model = ScriptedLabel + model
 	}
@@ -113,33 +100,61 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 // it (the rest is the model name the call carried).
 const ScriptedLabel = "scripted fake, as "
 
-// chain is the configured fallback chain, or a chain of the gateway alone.
-func (a *Activities) chain() *gateway.Chain {
-	a.soloOnce.Do(func() { a.solo = gateway.NewChain(0, gateway.Route{Provider: a.Gateway}) })
-	if a.Models != nil {
-		return a.Models
-	}
-	return a.solo
+// modelCall is one model call as callChain runs it on every route it tries.
+type modelCall struct {
+	// req is the request failures are reported against: its session, turn, sinks and retry.
+	req     contract.ModelRequest
+	attempt int
+	// send is what each route is sent, with the route's own model when it names one.
+	send gateway.Request
+	// shown says the reply's text is published to the user as it streams, which brings in the
+	// emitted rule: an attempt that showed something is surfaced when it fails, never retried.
+	shown bool
 }
 
-// stream runs one attempt on one route, heartbeating and publishing every delta.
-func (a *Activities) stream(ctx context.Context, req contract.ModelRequest, route gateway.Route, msgs []contract.Message, stream *streamState) (gateway.Response, error) {
-	model := req.Model
+// callChain runs a model call on chain: an attempt on the first open route, then on the next
+// one while a route is down and nothing was shown (fallBack). It returns the reply and the route
+// that gave it, or the error Temporal acts on (modelError).
+func (a *Activities) callChain(ctx context.Context, chain *gateway.Chain, c modelCall) (gateway.Response, int, error) {
+	i := chain.Start()
+	for {
+		stream := &streamState{attempt: c.attempt}
+		resp, err := a.stream(ctx, c, chain.Route(i), stream)
+		if err == nil {
+			chain.Succeeded(i)
+			mh := activity.GetMetricsHandler(ctx)
+			record.ModelAttempt(mh, "", record.AttemptOK)
+			record.TokensUsed(mh, resp.Usage.InputTokens, resp.Usage.OutputTokens)
+			return resp, i, nil
+		}
+		if next, ok := a.fallBack(ctx, c.req, chain, i, stream, err); ok {
+			i = next
+			continue
+		}
+		return gateway.Response{}, i, a.modelError(ctx, c.req, chain.Route(i), stream, err)
+	}
+}
+
+// stream runs one attempt on one route, heartbeating and, for a call whose text is shown,
+// publishing every delta.
+func (a *Activities) stream(ctx context.Context, c modelCall, route gateway.Route, stream *streamState) (gateway.Response, error) {
+	send := c.send
 	if route.Model != "" {
-		model = route.Model
+		send.Model = route.Model
 	}
 	stop := a.keepBeating(ctx, stream.details)
 	defer stop()
-	return route.Provider.Stream(ctx, gateway.Request{
-		Model: model, Messages: msgs, Tools: req.Tools, Strict: req.Strict, CacheKey: req.SessionID,
-	}, func(text string) {
+	return route.Provider.Stream(ctx, send, func(text string) {
+		if !c.shown {
+			return
+		}
 		n := stream.add(text)
 		if n == 1 {
 			// The emitted rule's heartbeat: sent at once, so an attempt after a crash knows text
 			// was shown. Later details ride on the liveness heartbeats (keepBeating).
 			activity.RecordHeartbeat(ctx, stream.details())
 		}
-		a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventDelta, WorkflowID: req.SessionID, Turn: req.Turn, Text: text, Seq: n})
+		a.Events.Publish(ctx, c.req.Sinks, contract.Event{Event: contract.EventDelta, WorkflowID: c.req.SessionID, Turn: c.req.Turn, Text: text, Seq: n})
 	})
 }
 
@@ -193,7 +208,7 @@ func (a *Activities) modelError(ctx context.Context, req contract.ModelRequest, 
 		return surfaced(f)
 	}
 	if d.Handling == gateway.Retry && attempt < gateway.AttemptCap(d.Class) {
-		b := gateway.Backoff{Base: req.Retry.Base.Std(), Cap: req.Retry.Cap.Std(), Rand: a.Rand}
+		b := gateway.Backoff{Base: req.Retry.Base.Std(), Cap: req.Retry.Cap.Std(), Rand: a.Models.Rand}
 		wait := b.Wait(attempt, d.RetryAfter)
 		record.ModelAttempt(mh, d.Class, record.AttemptRetry)
 		record.ModelRetry(mh, d.Class, wait)

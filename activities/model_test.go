@@ -40,8 +40,8 @@ func TestCallModelFallsBack(t *testing.T) {
 	}
 	primary := provider("gpt-primary")
 	chain := gateway.NewChain(0, gateway.Route{Provider: primary}, gateway.Route{Provider: provider(fakegw.FallbackModel), Model: fakegw.FallbackModel})
-	with := &activities.Activities{Gateway: primary, Store: st, Events: events.NewPublisher(), Models: chain}
-	without := &activities.Activities{Gateway: primary, Store: st, Events: events.NewPublisher()}
+	with := &activities.Activities{Store: st, Events: events.NewPublisher(), Models: &activities.Models{Chain: chain}}
+	without := &activities.Activities{Models: activities.Solo(primary), Store: st, Events: events.NewPublisher()}
 
 	task := []contract.Message{{Role: contract.RoleUser, Content: fakegw.WithMode("fix the failing test", fakegw.ModePrimaryDown)}}
 	cases := []struct {

@@ -32,7 +32,7 @@ func TestCallModelKeepsReasoningInTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts := &activities.Activities{Gateway: p, Store: st, Events: events.NewPublisher()}
+	acts := &activities.Activities{Models: activities.Solo(p), Store: st, Events: events.NewPublisher()}
 	call := func(req contract.ModelRequest) contract.ModelResponse {
 		t.Helper()
 		var suite testsuite.WorkflowTestSuite

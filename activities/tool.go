@@ -11,7 +11,6 @@ import (
 	"github.com/keelrun/keel/internal/metrics/record"
 	"github.com/keelrun/keel/internal/tools"
 	"github.com/keelrun/keel/internal/tools/mcp"
-	"github.com/keelrun/keel/internal/tools/sandbox"
 	"github.com/keelrun/keel/internal/tools/snapshot"
 	"github.com/keelrun/keel/internal/tools/toolspec"
 )
@@ -88,12 +87,10 @@ func (f ToolRunnerFunc) Run(ctx context.Context, req contract.ToolRequest) (cont
 
 // DefaultTools runs built-in tools in the request's work directory and MCP tools on their server.
 type DefaultTools struct {
-	// OutputCap bounds a command's kept output in bytes; zero takes the tools default.
-	OutputCap int
+	// Settings are the worker's tool settings, built once by internal/app.
+	Settings tools.Settings
 	// MCP serves the tools of the configured MCP servers; nil when there are none.
 	MCP *mcp.Manager
-	// Sandbox confines every run_command; nil runs commands unconfined (tools.sandbox: off).
-	Sandbox *sandbox.Config
 	// CheckWorkdir, when set, refuses a work directory that holds the worker's own files.
 	CheckWorkdir func(dir string) error
 }
@@ -109,7 +106,7 @@ func (d DefaultTools) Run(ctx context.Context, req contract.ToolRequest) (contra
 			return WorkdirRefused, nil
 		}
 	}
-	box := &tools.Box{Root: req.Workdir, Policy: req.Policy, OutputCap: d.OutputCap, Sandbox: d.Sandbox, Live: liveOutputOf(ctx)}
+	box := &tools.Box{Root: req.Workdir, Policy: req.Policy.ToolLimits, Settings: d.Settings, Live: liveOutputOf(ctx)}
 	box.SandboxFailed = func(err error) {
 		activity.GetLogger(ctx).Error("run_command's sandbox could not be set up, so commands cannot run in this work directory; "+
 			"a root worker needs a filesystem with idmapped mounts for the work directory and tools.sandbox_cache (see docs/tools.md)",
@@ -130,18 +127,12 @@ var WorkdirRefused = contract.ToolResult{
 	Fatal:   true,
 }
 
-// tools is the configured runner, or DefaultTools over the struct's own dependencies.
+// tools is the configured runner, or DefaultTools with the default settings and the MCP servers.
 func (a *Activities) tools() ToolRunner {
 	if a.Tools != nil {
 		return a.Tools
 	}
-	return a.DefaultTools()
-}
-
-// DefaultTools is the built-in runner over the struct's own dependencies; the worker's wiring
-// wraps it in its hooks.
-func (a *Activities) DefaultTools() DefaultTools {
-	return DefaultTools{OutputCap: a.OutputCap, MCP: a.MCP, Sandbox: a.Sandbox, CheckWorkdir: a.CheckWorkdir}
+	return DefaultTools{MCP: a.MCP}
 }
 
 // snapshots keeps the work directory's state per turn for a built-in tool that may change it

@@ -56,7 +56,7 @@ func TestCallModelSendsTheTurnsToolText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts := &activities.Activities{Gateway: p, Store: st, Events: events.NewPublisher()}
+	acts := &activities.Activities{Models: activities.Solo(p), Store: st, Events: events.NewPublisher()}
 
 	releasedDigest := toolspec.Digest(toolspec.Builtin())
 	changed := toolspec.Builtin()

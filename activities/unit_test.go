@@ -50,7 +50,9 @@ func newModelRig(t *testing.T) *modelRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sink.Close() })
-	acts := &activities.Activities{Gateway: p, Store: st, Events: events.NewPublisher(), Rand: func() float64 { return 0.5 }}
+	models := activities.Solo(p)
+	models.Rand = func() float64 { return 0.5 }
+	acts := &activities.Activities{Models: models, Store: st, Events: events.NewPublisher()}
 	return &modelRig{gw: gw, acts: acts, sink: sink}
 }
 

@@ -62,7 +62,7 @@ func TestRunToolRefusesWorkdirWithWorkerFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			acts := &activities.Activities{Events: events.NewPublisher(), CheckWorkdir: cfg.CheckWorkdir}
+			acts := &activities.Activities{Events: events.NewPublisher(), Tools: activities.DefaultTools{CheckWorkdir: cfg.CheckWorkdir}}
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestActivityEnvironment()
 			env.RegisterActivityWithOptions(acts.RunTool, activity.RegisterOptions{Name: contract.RunToolActivity})

@@ -9,10 +9,6 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 )
 
-// versionCompaction marks sessions that compact their transcript. Only a session whose input sets
-// limits.context_tokens asks for it, so histories from before compaction never meet it.
-const versionCompaction = "compaction"
-
 // shouldCompact says whether the context window is nearly full and there may be enough old
 // turns to fold (contract.CompactionDue).
 func (s *session) shouldCompact() bool {

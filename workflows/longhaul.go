@@ -15,17 +15,6 @@ import (
 	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
-// Version markers of long-haul autonomy (see docs/failure-handling.md).
-const (
-	// versionUsageWait: the session asks its model calls to report a usage limit beyond the retry
-	// cap (ModelSettings.WaitLimits) and waits for its reset on a timer. Asked for in the run's
-	// first workflow task; a session started before it keeps the activity's long retry.
-	versionUsageWait = "usage-wait"
-	// versionGoal: a final answer of a session with a goal runs the goal's check. Only sessions
-	// with a goal ask, and only at their first final answer.
-	versionGoal = "goal"
-)
-
 // waitsOut says whether a turn's failure is a usage limit this session waits out.
 func (s *session) waitsOut(f *contract.Failure) bool {
 	return s.usageWaits && f != nil && f.Class == contract.ClassUsageLimit && !f.ResetAt.IsZero()
@@ -166,7 +155,7 @@ func (s *session) checkGoal(ctx workflow.Context, turn int, deadline workflow.Fu
 	s.cancelTurn = cancel
 	actx := workflow.WithActivityOptions(cctx, toolOptions(call, s.in.Policy, s.in.HeartbeatTimeout.Std()))
 	req := contract.ToolRequest{SessionID: workflow.GetInfo(ctx).WorkflowExecution.ID, Turn: turn, Call: call, ToolSettings: s.in.ToolSettings, Sinks: s.sinks}
-	req.Policy = toolRunPolicy(s.in.Policy)
+	req.Policy = s.in.Policy.ForTools()
 	fut := workflow.ExecuteActivity(actx, contract.RunToolActivity, req)
 	timedOut := false
 	sel := workflow.NewSelector(ctx)

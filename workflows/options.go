@@ -79,24 +79,6 @@ func ledgerOptions() workflow.ActivityOptions {
 	}
 }
 
-// Version markers of changes to running sessions (see docs/operations.md, "Versioning").
-const (
-	versionListTools = "list-tools"
-	// versionStrictRetry: the turn, not a worker's memory, retries a reply that did not parse.
-	versionStrictRetry = "strict-retry"
-	// versionSearchOnChange: search attributes are upserted only when something a person filters
-	// on changed, not after every turn.
-	versionSearchOnChange = "search-on-change"
-)
-
-// versionToolLedger marks turns that answer a tool activity that never reported from the ledger
-// of side effects (its outcome, "not run" or "outcome unknown") instead of always "outcome unknown".
-const versionToolLedger = "tool-ledger"
-
-// versionTypedEnds marks sessions that end Canceled or Failed (with a typed error carrying the
-// summary) instead of Completed when they did not complete.
-const versionTypedEnds = "typed-ends"
-
 func listToolsOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,

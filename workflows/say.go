@@ -10,18 +10,6 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 )
 
-// Version markers of steering (see docs/operations.md, "Versioning"). Both are only reached once a
-// person has sent a message, so histories from before steering never meet them.
-const (
-	// versionSay delivers queued messages to the next model call and keeps a session going when a
-	// message arrived with its final answer.
-	versionSay = "say"
-	// versionKeepInterrupted makes a turn cancelled during its tool calls return what it has (the
-	// model's tool calls and the results so far) instead of a cancellation error, so an interrupted
-	// turn stays in the transcript.
-	versionKeepInterrupted = "keep-interrupted-turn"
-)
-
 // registerSay installs the say update; the say signal is drained by listenSignals and before the
 // session completes or continues as new.
 func (s *session) registerSay(ctx workflow.Context) error {

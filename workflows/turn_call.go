@@ -106,7 +106,7 @@ func (t *turn) runTool(ctx workflow.Context, call contract.ToolCall, server, key
 	req := contract.ToolRequest{
 		SessionID: t.in.SessionID, Turn: t.in.Turn, Call: call, ToolSettings: t.in.ToolSettings, Sinks: t.in.Sinks, Server: server,
 	}
-	req.Policy = toolRunPolicy(t.in.Policy)
+	req.Policy = t.in.Policy.ForTools()
 	var res contract.ToolResult
 	t.stepTo(ctx, &call)
 	err := workflow.ExecuteActivity(actx, contract.RunToolActivity, req).Get(actx, &res)
@@ -281,13 +281,4 @@ func breakerOpen(s breaker.State, key string, now time.Time) bool {
 		}
 	}
 	return false
-}
-
-// toolRunPolicy is the policy without the parts only the workflow applies (approvals, allow and
-// deny lists, breakers, fallbacks), so every tool request's history stays small; whatever else the
-// policy holds reaches the tools.
-func toolRunPolicy(p contract.ToolPolicy) contract.ToolPolicy {
-	p.Approval, p.Allow, p.Deny, p.ApprovalTimeout = "", nil, nil, 0
-	p.Breaker, p.Fallbacks = breaker.Config{}, nil
-	return p
 }

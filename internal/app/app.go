@@ -25,6 +25,7 @@ import (
 	"github.com/keelrun/keel/internal/logs"
 	"github.com/keelrun/keel/internal/metrics"
 	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/tools"
 	"github.com/keelrun/keel/internal/tools/mcp"
 	"github.com/keelrun/keel/internal/tools/sandbox"
 	"github.com/keelrun/keel/internal/tools/snapshot"
@@ -83,9 +84,6 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 	if gatewayURL != "" {
 		gcfg.BaseURL = gatewayURL
 	}
-	if gcfg.APIKey == "" {
-		gcfg.APIKey = "fake-gateway-key"
-	}
 	gw, err := gateway.New(gcfg)
 	if err != nil {
 		return nil, nil, err
@@ -107,34 +105,30 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 		return nil, nil, err
 	}
 	acts := &activities.Activities{
-		Models:    models,
-		Gateway:   gw,
-		Endpoints: endpoints(cfg, gcfg, cfg.Gateway.Fake && gatewayURL != ""),
+		Models: &activities.Models{
+			Chain:     models,
+			Endpoints: endpoints(cfg, gcfg, cfg.Gateway.Fake && gatewayURL != ""),
+		},
 		Store:     store.WithCache(st, transcriptCache),
 		Events:    events.NewPublisherWith(events.Options{Keys: keys}),
 		Notifiers: Notifiers(cfg),
-		OutputCap: cfg.OutputCap,
-		Sandbox:   SandboxConfig(cfg.Sandbox),
-		// A session's work directory may not hold this worker's state, store or configuration.
-		CheckWorkdir: cfg.CheckWorkdir,
 	}
 	if cfg.Dev.StateDir != "" {
 		acts.Snapshots = Snapshots(cfg)
 	}
 	if j := cfg.Gateway.FixedJitter; j != nil {
 		draw := *j
-		acts.Rand = func() float64 { return draw }
+		acts.Models.Rand = func() float64 { return draw }
 	}
 	if len(cfg.MCP) > 0 {
 		acts.MCP = mcp.NewManager(mcpServers(cfg.MCP))
 	}
-	if len(hooks) > 0 {
-		var r activities.ToolRunner = acts.DefaultTools()
-		for _, h := range hooks {
-			r = h(r)
-		}
-		acts.Tools = r
+	// A session's work directory may not hold this worker's state, store or configuration.
+	var r activities.ToolRunner = activities.DefaultTools{Settings: ToolSettings(cfg), MCP: acts.MCP, CheckWorkdir: cfg.CheckWorkdir}
+	for _, h := range hooks {
+		r = h(r)
 	}
+	acts.Tools = r
 	return acts, func() {
 		if acts.MCP != nil {
 			_ = acts.MCP.Close()
@@ -169,6 +163,11 @@ func CheckSandbox(cfg config.Config) error {
 	return nil
 }
 
+// ToolSettings are the worker's tool settings as the tools take them, built once per worker.
+func ToolSettings(cfg config.Config) tools.Settings {
+	return tools.Settings{WorkerTools: cfg.WorkerTools, Sandbox: SandboxConfig(cfg.Sandbox)}
+}
+
 // SandboxConfig is the sandbox package's form of the configuration's tools.sandbox settings; nil
 // when the sandbox is off.
 func SandboxConfig(s *config.Sandbox) *sandbox.Config {
@@ -189,20 +188,14 @@ func mcpServers(servers []config.MCPServer) []mcp.ServerConfig {
 	return out
 }
 
-// modelChain builds the fallback chain of gateway.fallbacks behind the primary, or nil when none is
-// configured. With the fake gateway, a fallback without a base URL is served by the fake too.
+// modelChain builds the worker's chain: the primary, then the fallbacks of gateway.fallbacks. With
+// the fake gateway, a fallback without a base URL is served by the fake too.
 func modelChain(cfg config.Config, primary gateway.Provider, gatewayURL string) (*gateway.Chain, error) {
-	if len(cfg.Gateway.Fallbacks) == 0 {
-		return nil, nil
-	}
 	var routes []gateway.Route
 	for i, f := range cfg.Gateway.Fallbacks {
 		fcfg := gateway.Config{Provider: f.Provider, BaseURL: f.BaseURL, APIKey: f.APIKey, Model: f.Model}
 		if fcfg.BaseURL == "" && cfg.Gateway.Fake {
 			fcfg.BaseURL = strings.TrimSuffix(gatewayURL, apiPath(cfg.Gateway.Provider)) + apiPath(f.Provider)
-		}
-		if fcfg.APIKey == "" {
-			fcfg.APIKey = "fake-gateway-key"
 		}
 		p, err := gateway.New(fcfg)
 		if err != nil {

@@ -27,7 +27,8 @@ type Config struct {
 	Gateway   Gateway
 	Limits    contract.Limits
 	Tools     contract.ToolPolicy
-	OutputCap int
+	// WorkerTools are the worker's own tool settings, handed to the tools as they are.
+	WorkerTools contract.WorkerTools
 	// Sandbox confines run_command (tools.sandbox, tools.network, tools.limits.*); nil when
 	// tools.sandbox is off.
 	Sandbox    *Sandbox

@@ -426,7 +426,7 @@ var settings = []Setting{
 	{Name: ToolsApprovalTimeout, Kind: Duration, Default: "10m", ReadBy: Starter,
 		Doc: "an approval not given by then is a denial", into: func(d *draft) any { return (*time.Duration)(&d.Tools.ApprovalTimeout) }},
 	{Name: ToolsOutputCap, Kind: Count, Default: contract.DefaultOutputCap, ReadBy: Worker,
-		Doc: "bytes of command output kept; the result says what was cut", into: func(d *draft) any { return &d.OutputCap }},
+		Doc: "bytes of command output kept; the result says what was cut", into: func(d *draft) any { return &d.WorkerTools.OutputCap }},
 	{Name: ToolsSandbox, Kind: Choice, OneOf: []string{"on", "off", "true", "false"}, Default: "on", ReadBy: Worker | Starter,
 		Doc: "`on` runs every `run_command` in the sandbox (see [tools.md](tools.md#the-sandbox)); `off` runs commands " +
 			"unconfined, as the worker's user, with its files and network: **unsafe**, for systems whose kernel refuses user " +

@@ -154,23 +154,38 @@ type RetryConfig struct {
 	Cap  jsondur.Duration `json:"cap,omitempty"`
 }
 
-// ToolPolicy decides which tool calls wait for a person and which commands may run at all.
+// ToolPolicy decides which tool calls wait for a person and which commands may run at all. The
+// turn applies its gates (approvals, the allow and deny lists, breakers, fallbacks); the tools
+// apply its ToolLimits, the one part a tool request carries (ToolPolicy.ForTools).
 type ToolPolicy struct {
 	// Approval says which calls wait for a person (ApprovalModes).
 	Approval ApprovalMode `json:"approval,omitempty"`
 	// Allow lists tools that never need approval; Deny lists tools that are refused outright.
 	Allow []string `json:"allow,omitempty"`
 	Deny  []string `json:"deny,omitempty"`
-	// Commands is the allow list of program names run_command may start; empty allows any.
-	Commands []string `json:"commands,omitempty"`
 	// ApprovalTimeout is how long an approval waits before the call is denied.
 	ApprovalTimeout jsondur.Duration `json:"approval_timeout,omitempty"`
-	// CommandTimeout bounds one run_command call; zero is DefaultCommandTimeout.
-	CommandTimeout jsondur.Duration `json:"command_timeout,omitempty"`
+	// ToolLimits are embedded, so their fields keep their place in the policy's JSON.
+	ToolLimits
 	// Breaker shapes the circuit breaker of every tool and MCP server.
 	Breaker breaker.Config `json:"breaker,omitzero"`
 	// Fallbacks names, per tool, the tool the model is offered while the first one's breaker is open.
 	Fallbacks map[string]string `json:"fallbacks,omitempty"`
+}
+
+// ToolLimits are the session's settings the built-in tools apply themselves; the worker's own
+// are WorkerTools.
+type ToolLimits struct {
+	// Commands is the allow list of program names run_command may start; empty allows any.
+	Commands []string `json:"commands,omitempty"`
+	// CommandTimeout bounds one run_command call; zero is DefaultCommandTimeout.
+	CommandTimeout jsondur.Duration `json:"command_timeout,omitempty"`
+}
+
+// ForTools is the policy a tool request carries: its ToolLimits alone, since the rest is the
+// turn's to apply and would only make every tool request's history larger.
+func (p ToolPolicy) ForTools() ToolPolicy {
+	return ToolPolicy{ToolLimits: p.ToolLimits}
 }
 
 // Schema is a JSON Schema kept as its JSON text, so it reads as JSON in a history. Histories

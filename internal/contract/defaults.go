@@ -15,6 +15,16 @@ const (
 	DefaultOutputCap = 16 << 10
 )
 
+// WorkerTools are a worker's own tool settings, the same for every session it serves: the
+// configuration's worker keys fill them (config.Config.WorkerTools), internal/app hands them to
+// the tools once, and a tool reads its field there. A new one is a field here, with its default
+// above, its key's row in internal/config and its use in the tool. A setting each session chooses
+// belongs in ToolLimits instead.
+type WorkerTools struct {
+	// OutputCap is how many bytes of a command's output a result keeps; zero is DefaultOutputCap.
+	OutputCap int
+}
+
 // ApprovalMode says which tool calls wait for a person's approval (ToolPolicy.Approval).
 type ApprovalMode string
 

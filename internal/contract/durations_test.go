@@ -19,7 +19,7 @@ func TestSessionInputDurationsReadable(t *testing.T) {
 		Escalation: EscalationPolicy{Deadline: jsondur.Duration(time.Hour), DefaultAction: ActionAbort},
 	}
 	in.Retry = RetryConfig{Base: jsondur.Duration(400 * time.Millisecond), Cap: jsondur.Duration(8 * time.Second)}
-	in.Policy = ToolPolicy{Approval: "writes", ApprovalTimeout: jsondur.Duration(10 * time.Minute), CommandTimeout: jsondur.Duration(2 * time.Minute)}
+	in.Policy = ToolPolicy{Approval: "writes", ApprovalTimeout: jsondur.Duration(10 * time.Minute), ToolLimits: ToolLimits{CommandTimeout: jsondur.Duration(2 * time.Minute)}}
 	b, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)

@@ -37,8 +37,9 @@ var (
 	goldenRetry    = RetryConfig{Base: jsondur.Duration(400 * time.Millisecond), Cap: jsondur.Duration(8 * time.Second)}
 	goldenBreakerC = breaker.Config{Failures: 5, Window: jsondur.Duration(2 * time.Minute), Cooldown: jsondur.Duration(time.Minute)}
 	goldenPolicy   = ToolPolicy{
-		Approval: "writes", Allow: []string{"read_file"}, Deny: []string{"rm"}, Commands: []string{"go", "git"},
-		ApprovalTimeout: jsondur.Duration(10 * time.Minute), CommandTimeout: jsondur.Duration(2 * time.Minute), Breaker: goldenBreakerC,
+		Approval: "writes", Allow: []string{"read_file"}, Deny: []string{"rm"},
+		ToolLimits:      ToolLimits{Commands: []string{"go", "git"}, CommandTimeout: jsondur.Duration(2 * time.Minute)},
+		ApprovalTimeout: jsondur.Duration(10 * time.Minute), Breaker: goldenBreakerC,
 		Fallbacks: map[string]string{"search": "grep"},
 	}
 	goldenEscPolicy = EscalationPolicy{Deadline: jsondur.Duration(time.Hour), Channels: []string{"slack", "webhook"}, DefaultAction: ActionAbort, UIBase: "http://127.0.0.1:8233"}

@@ -9,30 +9,17 @@ import (
 	"github.com/keelrun/keel/internal/devkit/testenv"
 )
 
-// gatewayRow is one row of the gateway fault matrix.
-type gatewayRow struct {
-	inject   string
-	status   string
-	attempts int      // attempts of the faulted call
-	formats  []string // wire formats the mode applies to
-	check    func(t *testing.T, r testenv.Run, recs []fakegw.Record)
-}
-
 // allFormats is every wire format.
 var allFormats = contract.Providers
 
-var gatewayMatrix = []gatewayRow{
-	{inject: "rate_limit", status: contract.StatusCompleted, attempts: 2, formats: allFormats, check: waitsAtLeastRetryAfter},
-	{inject: "network", status: contract.StatusCompleted, attempts: 4, formats: allFormats},
-	{inject: "server_error", status: contract.StatusCompleted, attempts: 3, formats: allFormats},
-	{inject: "overloaded", status: contract.StatusCompleted, attempts: 2, formats: []string{"anthropic"}},
-	{inject: "truncated_start", status: contract.StatusCompleted, attempts: 2, formats: allFormats},
-	{inject: "truncated", status: contract.StatusFailed, attempts: 1, formats: allFormats, check: partialShownOnce},
-	{inject: "schema", status: contract.StatusFailed, attempts: 2, formats: allFormats, check: secondRequestStrict},
-	{inject: "refusal", status: contract.StatusFailed, attempts: 1, formats: allFormats},
-	{inject: "budget", status: contract.StatusFailed, attempts: 1, formats: allFormats, check: escalationRaised},
-	{inject: "unknown", status: contract.StatusFailed, attempts: 1, formats: allFormats},
-	{inject: "throttle_forever", status: contract.StatusFailed, attempts: 6, formats: allFormats, check: waitsAtLeastRetryAfter},
+// matrixChecks are what a row of the fault matrix (fakegw.Matrix) checks beyond the status and
+// the attempts, by mode.
+var matrixChecks = map[string]func(t *testing.T, r testenv.Run, recs []fakegw.Record){
+	fakegw.ModeRateLimit:       waitsAtLeastRetryAfter,
+	fakegw.ModeTruncated:       partialShownOnce,
+	fakegw.ModeSchema:          secondRequestStrict,
+	fakegw.ModeBudget:          escalationRaised,
+	fakegw.ModeThrottleForever: waitsAtLeastRetryAfter,
 }
 
 // TestGatewayFaultMatrix runs the demo once per fault and wire format through the real worker, a
@@ -44,38 +31,34 @@ func TestGatewayFaultMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { gw.Close() })
-	for _, row := range gatewayMatrix {
-		for _, format := range row.formats {
-			t.Run(row.inject+"/"+format, func(t *testing.T) {
+	for _, row := range fakegw.Matrix {
+		for _, format := range row.Providers() {
+			t.Run(row.Mode+"/"+format, func(t *testing.T) {
 				t.Parallel()
-				base := gw.BaseURL()
-				if format != contract.ProviderAnthropic {
-					base += "/v1"
-				}
-				r := runStarter(t, []string{"KEEL_GATEWAY_PROVIDER=" + format, "KEEL_GATEWAY_BASE_URL=" + base},
-					"demo", "--inject", row.inject, "--output", "jsonl")
+				r := runStarter(t, []string{"KEEL_GATEWAY_PROVIDER=" + format, "KEEL_GATEWAY_BASE_URL=" + gw.BaseURLFor(format)},
+					"demo", "--inject", row.Mode, "--output", "jsonl")
 				s := r.Summary
-				if s.Status != row.status {
-					t.Fatalf("status %q, want %q (reason %q)\nstderr: %s", s.Status, row.status, s.Reason, r.Stderr)
+				if s.Status != row.Status {
+					t.Fatalf("status %q, want %q (reason %q)\nstderr: %s", s.Status, row.Status, s.Reason, r.Stderr)
 				}
-				if extra := s.GatewayAttempts - s.GatewayCalls; extra != row.attempts-1 {
-					t.Fatalf("the faulted call took %d attempts, want %d (summary %+v)", extra+1, row.attempts, s)
+				if extra := s.GatewayAttempts - s.GatewayCalls; extra != row.Attempts-1 {
+					t.Fatalf("the faulted call took %d attempts, want %d (summary %+v)", extra+1, row.Attempts, s)
 				}
-				if want := exitCode(row.status); r.Code != want {
+				if want := exitCode(row.Status); r.Code != want {
 					t.Fatalf("exit %d, want %d", r.Code, want)
 				}
 				requireTemporalEnd(t, s)
 				var recs []fakegw.Record
-				for _, rec := range gw.Stats().ForMode(row.inject) {
+				for _, rec := range gw.Stats().ForMode(row.Mode) {
 					if rec.Format == format && rec.First {
 						recs = append(recs, rec)
 					}
 				}
-				if len(recs) != row.attempts {
-					t.Fatalf("the gateway saw %d attempts of the first call, want %d", len(recs), row.attempts)
+				if len(recs) != row.Attempts {
+					t.Fatalf("the gateway saw %d attempts of the first call, want %d", len(recs), row.Attempts)
 				}
-				if row.check != nil {
-					row.check(t, r, recs)
+				if check := matrixChecks[row.Mode]; check != nil {
+					check(t, r, recs)
 				}
 			})
 		}

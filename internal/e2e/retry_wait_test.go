@@ -35,12 +35,8 @@ func TestRetryWaitsLandWhenAnnounced(t *testing.T) {
 	want := []time.Duration{300 * time.Millisecond, 600 * time.Millisecond, 1200 * time.Millisecond}
 	for _, format := range allFormats {
 		t.Run(format, func(t *testing.T) {
-			base := gw.BaseURL()
-			if format != contract.ProviderAnthropic {
-				base += "/v1"
-			}
 			r := runStarter(t, []string{
-				"KEEL_GATEWAY_PROVIDER=" + format, "KEEL_GATEWAY_BASE_URL=" + base,
+				"KEEL_GATEWAY_PROVIDER=" + format, "KEEL_GATEWAY_BASE_URL=" + gw.BaseURLFor(format),
 				"KEEL_GATEWAY_RETRY_BASE=400ms", "KEEL_GATEWAY_RETRY_CAP=8s", "KEEL_GATEWAY_RETRY_FIXED_JITTER=0.5",
 			}, "demo", "--inject", fakegw.ModeNetwork, "--output", "jsonl")
 			if r.Summary.Status != contract.StatusCompleted {

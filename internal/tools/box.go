@@ -25,13 +25,10 @@ import (
 type Box struct {
 	// Root is the work directory.
 	Root string
-	// Policy supplies the command allow list and the command timeout.
-	Policy contract.ToolPolicy
-	// OutputCap is how many bytes of command output are kept; the rest is cut, and the result
-	// says how much.
-	OutputCap int
-	// Sandbox confines run_command (see package sandbox); nil runs commands unconfined.
-	Sandbox *sandbox.Config
+	// Policy is the session's command allow list and command timeout.
+	Policy contract.ToolLimits
+	// Settings are the worker's, the same for every call.
+	Settings
 	// Live, when set, also receives a running command's output as it arrives, for people
 	// watching the session. It must not block: the command's output pipe waits on it.
 	Live io.Writer
@@ -40,6 +37,16 @@ type Box struct {
 	// filesystem without idmapped mounts, a cache folder that cannot be created), and the worker
 	// logs it.
 	SandboxFailed func(err error)
+}
+
+// Settings are a worker's tool settings: internal/app builds them once from the configuration,
+// and every Box of the worker runs with them.
+type Settings struct {
+	// WorkerTools are the settings of the configuration's tools keys (OutputCap: how many bytes
+	// of command output are kept; the rest is cut, and the result says how much).
+	contract.WorkerTools
+	// Sandbox confines run_command (see package sandbox); nil runs commands unconfined.
+	Sandbox *sandbox.Config
 }
 
 // Run executes one tool call. It never fails in the Go sense: every failure is a result with

@@ -19,7 +19,7 @@ import (
 func sandboxBox(t *testing.T) *Box {
 	t.Helper()
 	b, _ := newBox(t)
-	b.Policy = contract.ToolPolicy{CommandTimeout: jsondur.Duration(30 * time.Second)}
+	b.Policy = contract.ToolLimits{CommandTimeout: jsondur.Duration(30 * time.Second)}
 	b.Sandbox = &sandbox.Config{Limits: sandbox.Limits{Processes: 64, Memory: 256 << 20, FileSize: 1 << 20}}
 	return b
 }
@@ -123,7 +123,7 @@ func TestSandboxedGoTest(t *testing.T) {
 		t.Skip("no cache folder")
 	}
 	b, _ := newBox(t)
-	b.Policy = contract.ToolPolicy{CommandTimeout: jsondur.Duration(5 * time.Minute)}
+	b.Policy = contract.ToolLimits{CommandTimeout: jsondur.Duration(5 * time.Minute)}
 	b.Sandbox = &sandbox.Config{CacheDir: filepath.Join(cache, "keel", "sandbox")}
 	files := map[string]string{
 		"go.mod":       "module example.com/calc\n\ngo 1.21\n",

@@ -82,7 +82,7 @@ func assertAllGone(t *testing.T, pids []int) {
 func shBox(t *testing.T) *Box {
 	t.Helper()
 	b, _ := newBox(t)
-	b.Policy = contract.ToolPolicy{Commands: []string{"sh"}, CommandTimeout: jsondur.Duration(30 * time.Second)}
+	b.Policy = contract.ToolLimits{Commands: []string{"sh"}, CommandTimeout: jsondur.Duration(30 * time.Second)}
 	return b
 }
 
@@ -260,7 +260,7 @@ func TestCommandTimeoutChoice(t *testing.T) {
 		{0, 120, contract.DefaultCommandTimeout, true},
 	}
 	for _, tt := range tests {
-		b := &Box{Policy: contract.ToolPolicy{CommandTimeout: jsondur.Duration(tt.policy)}}
+		b := &Box{Policy: contract.ToolLimits{CommandTimeout: jsondur.Duration(tt.policy)}}
 		got, limited := b.timeout(tt.asked)
 		if got != tt.want || limited != tt.limited {
 			t.Errorf("timeout(policy %s, asked %d) = %s, %v; want %s, %v", tt.policy, tt.asked, got, limited, tt.want, tt.limited)

@@ -53,7 +53,7 @@ func runCompacting(t testing.TB, provider string, turns int, window int64) compa
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts := &activities.Activities{Gateway: p, Store: st, Events: events.NewPublisher()}
+	acts := &activities.Activities{Models: activities.Solo(p), Store: st, Events: events.NewPublisher()}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivityWithOptions(acts.CompactTranscript, activity.RegisterOptions{Name: contract.CompactActivity})

@@ -91,7 +91,7 @@ func NewRig(ctx context.Context, address string, opts RigOptions) (*Rig, error) 
 	}
 	stamps := NewStamps()
 	model := &Scripted{ToolTurns: opts.ToolTurns, OnCall: stamps.Record}
-	acts := &activities.Activities{Gateway: model, Store: s, Events: events.NewPublisher()}
+	acts := &activities.Activities{Models: activities.Solo(model), Store: s, Events: events.NewPublisher()}
 
 	var w worker.Worker
 	if opts.Worker == nil {

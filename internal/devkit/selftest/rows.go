@@ -9,20 +9,11 @@ import (
 )
 
 // Rows is the whole fault matrix: gateway faults, tool faults, limits and cancellation. The
-// gateway rows are spread over the wire formats; internal/e2e runs each one on every format.
+// gateway rows are fakegw.Matrix, each on one of its providers in turn; internal/e2e runs each
+// one on every provider.
 func Rows() []Row {
-	rows := []Row{
-		gateway("rate_limit", "openai", contract.StatusCompleted, 2),
-		gateway("network", "openai", contract.StatusCompleted, 4),
-		gateway("server_error", contract.ProviderOpenAIResponses, contract.StatusCompleted, 3),
-		gateway("overloaded", "anthropic", contract.StatusCompleted, 2),
-		gateway("truncated_start", "openai", contract.StatusCompleted, 2),
-		gateway("truncated", "openai", contract.StatusFailed, 1),
-		gateway("schema", contract.ProviderOpenAIResponses, contract.StatusFailed, 2),
-		gateway("refusal", "anthropic", contract.StatusFailed, 1),
-		gateway("budget", "openai", contract.StatusFailed, 1),
-		gateway("unknown", "openai", contract.StatusFailed, 1),
-		gateway("throttle_forever", "openai", contract.StatusFailed, 6),
+	rows := gatewayRows()
+	rows = append(rows, []Row{
 		{
 			Name: "gateway primary_down", Args: []string{"--inject", "primary_down"}, Status: contract.StatusCompleted,
 			Check: func(_ []contract.Event, s contract.Summary) error {
@@ -84,8 +75,19 @@ func Rows() []Row {
 				return nil
 			},
 		},
-	}
+	}...)
 	return append(rows, sandboxRows()...)
+}
+
+// gatewayRows are the rows of fakegw.Matrix, the providers taken in turn, so every provider row
+// meets some of the faults in every selftest.
+func gatewayRows() []Row {
+	rows := make([]Row, len(fakegw.Matrix))
+	for i, f := range fakegw.Matrix {
+		providers := f.Providers()
+		rows[i] = gateway(f.Mode, providers[i%len(providers)], f.Status, f.Attempts)
+	}
+	return rows
 }
 
 // steerText is the message the steering row sends while a command runs.

@@ -1,0 +1,42 @@
+package workflows
+
+// The version markers of every change to what a running session or turn does, in one place (see
+// CONTRIBUTING, "What changes running sessions", and docs/operations.md, "Versioning"). Each is a
+// workflow.GetVersion change ID that recorded histories carry, so a name is never reused or
+// changed; the histories in testdata/histories recorded before a marker are what
+// TestReplayRecordedHistories replays to prove the old path still runs. A new marker goes here,
+// with its comment saying what a session takes on at it and which sessions never meet it.
+const (
+	// versionListTools: a session lists its tools (built-in and MCP) in an activity at its start.
+	versionListTools = "list-tools"
+	// versionStrictRetry: the turn, not a worker's memory, retries a reply that did not parse.
+	versionStrictRetry = "strict-retry"
+	// versionSearchOnChange: search attributes are upserted only when something a person filters
+	// on changed, not after every turn.
+	versionSearchOnChange = "search-on-change"
+	// versionToolLedger: a turn answers a tool activity that never reported from the ledger of
+	// side effects (its outcome, "not run" or "outcome unknown") rather than always "outcome
+	// unknown".
+	versionToolLedger = "tool-ledger"
+	// versionTypedEnds: a session that did not complete ends Canceled or Failed (with a typed
+	// error carrying the summary) rather than Completed.
+	versionTypedEnds = "typed-ends"
+	// versionCompaction: a session compacts its transcript. Only a session whose input sets
+	// limits.context_tokens asks for it, so histories without compaction never meet it.
+	versionCompaction = "compaction"
+	// versionSay delivers queued messages to the next model call and keeps a session going when a
+	// message arrived with its final answer. Reached only once a person has sent a message.
+	versionSay = "say"
+	// versionKeepInterrupted makes a turn cancelled during its tool calls return what it has (the
+	// model's tool calls and the results so far) rather than a cancellation error, so an
+	// interrupted turn stays in the transcript. Reached only once a person has sent a message.
+	versionKeepInterrupted = "keep-interrupted-turn"
+	// versionUsageWait: the session asks its model calls to report a usage limit beyond the retry
+	// cap (ModelSettings.WaitLimits) and waits for its reset on a timer (docs/failure-handling.md).
+	// Asked for in the run's first workflow task; a session started without it keeps the
+	// activity's long retry.
+	versionUsageWait = "usage-wait"
+	// versionGoal: a final answer of a session with a goal runs the goal's check. Only sessions
+	// with a goal ask, and only at their first final answer.
+	versionGoal = "goal"
+)
