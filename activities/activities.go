@@ -23,6 +23,7 @@ import (
 	"github.com/keelrun/keel/internal/tools/sandbox"
 	"github.com/keelrun/keel/internal/tools/snapshot"
 	"github.com/keelrun/keel/internal/tools/toolspec"
+	"github.com/keelrun/keel/internal/workspace"
 )
 
 // Activities are the dependencies of every activity.
@@ -52,6 +53,9 @@ type Activities struct {
 	Endpoints *gateway.Endpoints
 	// Snapshots keeps each session's work directory per turn, for fork --turn; nil keeps none.
 	Snapshots *snapshot.Store
+	// Workspaces materializes the workspaces of sessions that name a repository and commit
+	// (contract.Source); nil refuses such sessions' tools.
+	Workspaces *workspace.Manager
 
 	soloOnce sync.Once
 	solo     *gateway.Chain

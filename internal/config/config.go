@@ -24,10 +24,12 @@ type Config struct {
 	Temporal  Temporal
 	Dev       Dev
 	Snapshots Snapshots
-	Gateway   Gateway
-	Limits    contract.Limits
-	Tools     contract.ToolPolicy
-	OutputCap int
+	// Workspaces says where and how a worker materializes sessions' workspaces from git.
+	Workspaces Workspaces
+	Gateway    Gateway
+	Limits     contract.Limits
+	Tools      contract.ToolPolicy
+	OutputCap  int
 	// Sandbox confines run_command (tools.sandbox, tools.network, tools.limits.*); nil when
 	// tools.sandbox is off.
 	Sandbox    *Sandbox
@@ -119,6 +121,15 @@ type Snapshots struct {
 	// and the age past which a session's go; 0 keeps any.
 	KeepBytes int64
 	KeepFor   time.Duration
+}
+
+// Workspaces configures the workspaces a worker materializes from git (internal/workspace).
+type Workspaces struct {
+	// Root holds the caches and the workspaces; <state_dir>/workspaces when not set.
+	Root string
+	// GitToken fetches repositories from GitTokenHost.
+	GitToken     string
+	GitTokenHost string
 }
 
 // Gateway configures the model provider.
