@@ -271,17 +271,19 @@ func lock(ctx context.Context, path string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the lock %s: %w", filepath.Base(path), err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }()
+	var ferr error
+	done := make(chan struct{})
+	go func() { ferr = syscall.Flock(int(f.Fd()), syscall.LOCK_EX); close(done) }()
 	select {
-	case err := <-done:
-		if err != nil {
+	case <-done:
+		if ferr != nil {
 			_ = f.Close()
-			return nil, fmt.Errorf("taking the lock %s: %w", filepath.Base(path), err)
+			return nil, fmt.Errorf("taking the lock %s: %w", filepath.Base(path), ferr)
 		}
 		return func() { _ = f.Close() }, nil
 	case <-ctx.Done():
-		// The waiting flock ends when the file is closed; it then takes nothing.
+		// The flock still waiting takes the lock when its holder lets go; the close then
+		// releases it at once.
 		go func() { <-done; _ = f.Close() }()
 		return nil, fmt.Errorf("waiting for the lock %s: %w", filepath.Base(path), ctx.Err())
 	}
