@@ -26,7 +26,7 @@ func (a *Activities) withWorkspace(ctx context.Context, req contract.ToolRequest
 		log.Error("the session names a repository to work on, but this worker has no workspace root (workspaces.root)", "repo", textfmt.Harmless(req.Source.Repo))
 		return req, WorkspaceUnavailable, false, false
 	}
-	ws, err := a.Workspaces.Ensure(ctx, req.SessionID, *req.Source)
+	ws, err := a.Workspaces.Ensure(ctx, req.Source.WorkspaceOf(req.SessionID), *req.Source)
 	if err != nil {
 		log.Error("the session's workspace could not be materialized", "repo", textfmt.Harmless(req.Source.Repo), "error", err)
 		return req, WorkspaceUnavailable, false, false

@@ -34,14 +34,19 @@ func TestRunToolInASourceWorkspace(t *testing.T) {
 	gitserver.Git(t, src, "push", "--quiet", bare, "main")
 	source := &contract.Source{Repo: url, Commit: commit}
 
-	run := func(m *workspace.Manager, turn int, call contract.ToolCall) contract.ToolResult {
+	run := func(m *workspace.Manager, turn int, call contract.ToolCall, session ...string) contract.ToolResult {
 		t.Helper()
 		acts := &activities.Activities{Events: events.NewPublisher(), Workspaces: m}
 		var suite testsuite.WorkflowTestSuite
 		env := suite.NewTestActivityEnvironment()
 		env.RegisterActivityWithOptions(acts.RunTool, activity.RegisterOptions{Name: contract.RunToolActivity})
-		val, err := env.ExecuteActivity(contract.RunToolActivity, contract.ToolRequest{SessionID: "s", Turn: turn, Call: call,
-			ToolSettings: contract.ToolSettings{Workdir: "/nowhere", Source: source}})
+		id, src := "s", *source
+		if len(session) > 0 {
+			// A continued session: its own ID, its predecessor's workspace.
+			id, src.Workspace = session[0], "s"
+		}
+		val, err := env.ExecuteActivity(contract.RunToolActivity, contract.ToolRequest{SessionID: id, Turn: turn, Call: call,
+			ToolSettings: contract.ToolSettings{Workdir: "/nowhere", Source: &src}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,6 +68,9 @@ func TestRunToolInASourceWorkspace(t *testing.T) {
 	}
 	if res := run(a, 3, read); !strings.Contains(res.Content, "changed") || strings.Contains(res.Content, "moved") {
 		t.Fatalf("the workspace did not keep the session's write: %+v", res)
+	}
+	if res := run(a, 4, read, "continued"); !strings.Contains(res.Content, "changed") || strings.Contains(res.Content, "moved") {
+		t.Fatalf("a continued session did not find its predecessor's files: %+v", res)
 	}
 	b := &workspace.Manager{Root: t.TempDir()}
 	if res := run(b, 4, read); !strings.HasPrefix(res.Content, activities.MovedNote) || !strings.Contains(res.Content, "at the commit") {

@@ -20,6 +20,17 @@ type Source struct {
 	// Ref is a branch or tag the worker resolves to a commit when it first materializes the
 	// workspace; empty when Commit is given.
 	Ref string `json:"ref,omitempty"`
+	// Workspace is the session whose workspace this one works in: a continued session keeps its
+	// predecessor's files. Empty means the session's own.
+	Workspace string `json:"workspace,omitempty"`
+}
+
+// WorkspaceOf is the session whose workspace the session sessionID works in.
+func (s Source) WorkspaceOf(sessionID string) string {
+	if s.Workspace != "" {
+		return s.Workspace
+	}
+	return sessionID
 }
 
 // Check says what is wrong with a source, naming the field: a repository RepoURL accepts, and

@@ -32,6 +32,7 @@ var hardened = []string{
 	"http.followRedirects=false",
 	"transfer.fsckObjects=true",
 	"gc.auto=0",
+	"transfer.unpackLimit=1",
 	"advice.detachedHead=false",
 	"init.defaultBranch=main",
 }

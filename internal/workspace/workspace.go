@@ -3,7 +3,7 @@
 // A worker keeps, under its workspace root, one bare object cache per repository (cache/) and one
 // private workspace per session (sessions/). The first session on a repository fetches it into the
 // cache; later ones fetch only what the cache lacks. Each session's workspace is a repository of
-// its own that borrows nothing from the cache once made (its objects are copied in, so nothing the
+// its own that shares nothing with the cache (the cache's packs are copied in, so nothing the
 // session does reaches the cache or another session), checked out at the commit.
 //
 // Git runs here, outside the sandbox, on a repository someone else wrote. Everything it is told
@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -234,34 +235,58 @@ func (m *Manager) auth(origin string) []string {
 	return []string{"http." + u.Scheme + "://" + u.Host + "/.extraHeader=Authorization: Basic " + basic}
 }
 
-// checkout makes a repository at dir holding commit and its history, checked out at it. Its
-// objects are borrowed from the cache for the moment of a repack that copies them in, then the
-// borrowing ends: the workspace shares nothing with the cache afterwards.
+// checkout makes a repository at dir holding the cache's objects, checked out at commit. The
+// cache's packs are copied in as files (the kernel's copy, a reflink where the filesystem has
+// them), so the workspace shares no inode and no file with the cache, and nothing it does reaches
+// the cache. The cache keeps every object in packs (transfer.unpackLimit=1), so the packs are all.
 func checkout(ctx context.Context, g git, cache, commit, dir string) error {
 	if _, err := g.run(ctx, "", nil, "init", "--quiet", "--template=", dir); err != nil {
 		return err
 	}
-	alternates := filepath.Join(dir, ".git", "objects", "info", "alternates")
-	if err := os.MkdirAll(filepath.Dir(alternates), 0o755); err != nil {
-		return err
+	if err := copyPacks(filepath.Join(cache, "objects", "pack"), filepath.Join(dir, ".git", "objects", "pack")); err != nil {
+		return fmt.Errorf("copying the cache's objects: %w", err)
 	}
-	if err := os.WriteFile(alternates, []byte(filepath.Join(cache, "objects")+"\n"), 0o644); err != nil {
-		return err
-	}
-	if _, err := g.run(ctx, dir, nil, "update-ref", "refs/keel/base", commit); err != nil {
-		return err
-	}
-	if _, err := g.run(ctx, dir, nil, "repack", "-a", "-d", "-q"); err != nil {
-		return err
-	}
-	if err := os.Remove(alternates); err != nil {
-		return err
-	}
-	if _, err := g.run(ctx, dir, nil, "checkout", "--quiet", "--detach", commit); err != nil {
-		return err
-	}
-	_, err := g.run(ctx, dir, nil, "update-ref", "-d", "refs/keel/base")
+	_, err := g.run(ctx, dir, nil, "checkout", "--quiet", "--detach", commit)
 	return err
+}
+
+// copyPacks copies every pack of src into dst, each index after its pack, so git never sees an
+// index whose pack is not whole.
+func copyPacks(src, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	packs, err := filepath.Glob(filepath.Join(src, "pack-*.pack"))
+	if err != nil {
+		return err
+	}
+	for _, p := range packs {
+		base := strings.TrimSuffix(filepath.Base(p), ".pack")
+		for _, ext := range []string{".pack", ".rev", ".idx"} {
+			if err := copyFile(filepath.Join(src, base+ext), filepath.Join(dst, base+ext)); err != nil && !(ext == ".rev" && errors.Is(err, os.ErrNotExist)) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// copyFile copies a regular file of the cache (never a link) to a new file at dst.
+func copyFile(src, dst string) error {
+	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = in.Close() }()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // lock takes an exclusive lock on path (made if missing) until the returned function is called,
