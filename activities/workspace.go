@@ -26,7 +26,11 @@ func (a *Activities) withWorkspace(ctx context.Context, req contract.ToolRequest
 		log.Error("the session names a repository to work on, but this worker has no workspace root (workspaces.root)", "repo", textfmt.Harmless(req.Source.Repo))
 		return req, WorkspaceUnavailable, false, false
 	}
+	// A first fetch of a large repository can outlast the heartbeat timeout; beating shows the
+	// worker is alive meanwhile.
+	stop := a.keepBeating(ctx, func() any { return req.Call.ID })
 	ws, err := a.Workspaces.Ensure(ctx, req.Source.WorkspaceOf(req.SessionID), *req.Source)
+	stop()
 	if err != nil {
 		log.Error("the session's workspace could not be materialized", "repo", textfmt.Harmless(req.Source.Repo), "error", err)
 		return req, WorkspaceUnavailable, false, false
