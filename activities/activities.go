@@ -20,6 +20,7 @@ import (
 	"github.com/keelrun/keel/internal/tools/mcp"
 	"github.com/keelrun/keel/internal/tools/snapshot"
 	"github.com/keelrun/keel/internal/tools/toolspec"
+	"github.com/keelrun/keel/internal/workspace"
 )
 
 // Activities are the dependencies of every activity.
@@ -37,6 +38,9 @@ type Activities struct {
 	Tools ToolRunner
 	// Snapshots keeps each session's work directory per turn, for fork --turn; nil keeps none.
 	Snapshots *snapshot.Store
+	// Workspaces materializes the workspaces of sessions that name a repository and commit
+	// (contract.Source); nil refuses such sessions' tools.
+	Workspaces *workspace.Manager
 	// HeartbeatEvery is how often a running model call or tool heartbeats while it waits on
 	// something slow. When the server pushes cancellation to the worker (worker commands), a
 	// heartbeat only proves the worker is alive, so it is long (LivenessHeartbeat); when it does

@@ -20,8 +20,15 @@ import (
 // only errors are cancellation, so the workflow learns the call is really gone. The ledger of side
 // effects gets a claim before a tool that may change something starts and the outcome before the
 // activity reports, so a turn that never hears back can still tell what happened.
-func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (contract.ToolResult, error) {
+func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (res contract.ToolResult, err error) {
 	defer a.endLive(ctx, req.Sinks)
+	req, refused, ok, moved := a.withWorkspace(ctx, req)
+	if !ok {
+		return refused, nil
+	}
+	if moved {
+		defer func() { res.Content = MovedNote + res.Content }()
+	}
 	a.Events.Publish(ctx, req.Sinks, contract.Event{
 		Event: contract.EventToolCall, WorkflowID: req.SessionID, Turn: req.Turn,
 		Tool: req.Call.Name, CallID: req.Call.ID, Arguments: req.Call.Arguments,
@@ -29,12 +36,10 @@ func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (con
 	// A watcher that keeps up sees the call before it starts; one that does not is not waited for.
 	a.Events.Flush(ctx, req.Sinks)
 	key := ledgerKey(ctx, req.SessionID, req.Turn, req.Call.ID)
-	var res contract.ToolResult
 	if a.claim(ctx, key, req) {
 		stop := a.keepBeating(ctx, func() any { return req.Call.ID })
 		live, stopLive := a.liveOutput(ctx, req)
 		snap := a.snapshots(ctx, req)
-		var err error
 		res, err = a.tools().Run(withLiveOutput(ctx, live), req)
 		snap()
 		stopLive()

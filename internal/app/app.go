@@ -29,6 +29,7 @@ import (
 	"github.com/keelrun/keel/internal/tools/mcp"
 	"github.com/keelrun/keel/internal/tools/sandbox"
 	"github.com/keelrun/keel/internal/tools/snapshot"
+	"github.com/keelrun/keel/internal/workspace"
 	"github.com/keelrun/keel/workflows"
 )
 
@@ -115,6 +116,9 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 	}
 	if cfg.Dev.StateDir != "" {
 		acts.Snapshots = Snapshots(cfg)
+	}
+	if w := cfg.Workspaces; w.Root != "" {
+		acts.Workspaces = &workspace.Manager{Root: w.Root, Token: w.GitToken, TokenHost: w.GitTokenHost}
 	}
 	if j := cfg.Gateway.FixedJitter; j != nil {
 		draw := *j

@@ -113,6 +113,12 @@ func continuedInput(ctx context.Context, c client.Client, st store.Store, wid, n
 		return contract.SessionInput{}, fmt.Errorf("storing the continued transcript: %w", err)
 	}
 	in.Carry = &contract.SessionState{TranscriptRef: contract.TranscriptRef{Head: head}, Turns: turns, StartedAt: time.Now()}
+	if in.Source != nil {
+		// The continued session works on in the files the ended one left.
+		src := *in.Source
+		src.Workspace = src.WorkspaceOf(wid)
+		in.Source = &src
+	}
 	return in, nil
 }
 

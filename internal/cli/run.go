@@ -23,7 +23,7 @@ import (
 
 func runCmd(g *globals) *cobra.Command {
 	var dev bool
-	var workdir, output, taskFile, keyRef, until string
+	var workdir, output, taskFile, keyRef, until, ref string
 	var job contract.JobKey
 	var pr int
 	cmd := &cobra.Command{
@@ -53,14 +53,15 @@ func runCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return withFakeHint(err)
 			}
-			abs, onWorkers, err := resolveWorkdir(workdir, dev)
+			src, err := sourceOf(cmd, job, ref)
 			if err != nil {
 				return err
 			}
-			if onWorkers {
-				p.info(fmt.Sprintf("work directory %s is not on this machine: it is taken as a path on the workers, which must have it", abs))
-			} else if err := cfg.CheckWorkdir(abs); err != nil {
-				return &exitError{code: ExitUsage, err: err}
+			abs := ""
+			if src != nil {
+				p.info(fmt.Sprintf("workspace: %s at %s, made by the worker that runs the session", src.Repo, src.Commit+src.Ref))
+			} else if abs, err = workdirOf(cfg, workdir, dev, p); err != nil {
+				return err
 			}
 			ctx := cmd.Context()
 			if dev {
@@ -90,8 +91,9 @@ func runCmd(g *globals) *cobra.Command {
 			if ep != nil {
 				p.info("model endpoint: " + endpointLabel(*ep, cfg.Gateway.Model) + "; the workers fill in what the flags leave out")
 			}
-			spec := sessionSpec{workflowID: newWorkflowID("run"), task: task, workdir: abs, output: output, endpoint: ep, ownWorker: dev, goal: goalOf(until)}
-			if job.Repository != "" {
+			spec := sessionSpec{workflowID: newWorkflowID("run"), task: task, workdir: abs, source: src, output: output, endpoint: ep, ownWorker: dev, goal: goalOf(until)}
+			// A ref moves, so a run on one is no job: each start is a session of its own.
+			if job.Repository != "" && ref == "" {
 				job.Model = cfg.Gateway.Model
 				spec.workflowID, spec.job = job.WorkflowID(), true
 			}
@@ -107,8 +109,11 @@ func runCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&job.Repository, "repo", "", "job key: repository; with it, a second start of the same job attaches to the first")
-	cmd.Flags().StringVar(&job.Commit, "commit", "", "job key: commit")
+	cmd.Flags().StringVar(&job.Repository, "repo", "", "job key: repository; with it, a second start of the same job attaches to the first. "+
+		"With --commit or --ref and no --workdir, also where the session's files come from: an https URL or owner/name (GitHub), "+
+		"materialized by the worker at that commit")
+	cmd.Flags().StringVar(&job.Commit, "commit", "", "job key: commit; with --repo and no --workdir, the exact commit (full SHA) the workspace is checked out at")
+	cmd.Flags().StringVar(&ref, "ref", "", "with --repo and no --workdir: the branch or tag the worker checks out (resolved when the workspace is made); a run on a ref is not a job")
 	prFlag(cmd, &pr)
 	cmd.Flags().StringVar(&job.Path, "path", "", "job key: path in the repository")
 	cmd.Flags().StringVar(&job.PromptVersion, "prompt-version", "v1", "job key: prompt version")
@@ -121,6 +126,21 @@ func runCmd(g *globals) *cobra.Command {
 	config.AddFlags(cmd.Flags(), config.GatewayBaseURL, config.ToolsApproval)
 	cmd.Flags().StringVar(&keyRef, "api-key-ref", "", "the NAME of the API key the workers send to --base-url, declared in their gateway.keys; never the key itself (default: the key the workers declare for that base URL)")
 	return cmd
+}
+
+// workdirOf is the session's work directory as the workers see it (resolveWorkdir), checked
+// against Keel's own files when it is on this machine.
+func workdirOf(cfg config.Config, workdir string, dev bool, p printer) (string, error) {
+	abs, onWorkers, err := resolveWorkdir(workdir, dev)
+	if err != nil {
+		return "", err
+	}
+	if onWorkers {
+		p.info(fmt.Sprintf("work directory %s is not on this machine: it is taken as a path on the workers, which must have it", abs))
+	} else if err := cfg.CheckWorkdir(abs); err != nil {
+		return "", &exitError{code: ExitUsage, err: err}
+	}
+	return abs, nil
 }
 
 // withFakeHint adds to a missing gateway.api_key the exact way to try a run without one: the
@@ -331,4 +351,24 @@ func goalOf(until string) *contract.Goal {
 		return nil
 	}
 	return &contract.Goal{Check: until}
+}
+
+// sourceOf is the repository and commit a run's workspace comes from: --repo with --commit or
+// --ref when --workdir is not given, nil otherwise (--repo with --workdir stays a job key on a
+// directory the workers have, as before). A bad value is a usage error here, not a failed session.
+func sourceOf(cmd *cobra.Command, job contract.JobKey, ref string) (*contract.Source, error) {
+	f := cmd.Flags()
+	switch {
+	case ref != "" && job.Repository == "":
+		return nil, usageErr("--ref %q needs --repo: the repository the branch or tag is in", ref)
+	case ref != "" && f.Changed("workdir"):
+		return nil, usageErr("--ref checks out a repository, --workdir names a directory the workers have: give one of them")
+	case job.Repository == "" || f.Changed("workdir") || (job.Commit == "" && ref == ""):
+		return nil, nil
+	}
+	src := contract.Source{Repo: job.Repository, Commit: job.Commit, Ref: ref}
+	if err := src.Check(); err != nil {
+		return nil, usageErr("--repo/--commit/--ref: %v", err)
+	}
+	return &src, nil
 }

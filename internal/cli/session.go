@@ -21,7 +21,9 @@ type sessionSpec struct {
 	workflowID string
 	task       string
 	workdir    string
-	output     string
+	// source, when set, is the repository and commit the workers make the workspace from.
+	source *contract.Source
+	output string
 	// job is true when the workflow ID comes from a job key: a finished job is not run again.
 	job bool
 	// input, when set, is started as it is (a fork carries another session's state); task then
@@ -86,7 +88,7 @@ func sessionInput(cfg config.Config, spec sessionSpec) contract.SessionInput {
 		return *spec.input
 	}
 	in := session.Defaults(cfg)
-	in.Task, in.Workdir = spec.task, spec.workdir
+	in.Task, in.Workdir, in.Source = spec.task, spec.workdir, spec.source
 	if spec.endpoint != nil {
 		ep := *spec.endpoint
 		ep.Scripted = cfg.Gateway.Fake
@@ -101,8 +103,12 @@ func staticDetails(in contract.SessionInput) string {
 	if ep := in.Endpoint; ep != nil {
 		model = endpointLabel(*ep, in.Model)
 	}
-	return fmt.Sprintf("**Task**\n\n%s\n\n**Work directory** `%s` · **model** %s · **limits** %s, %s, %s",
-		in.Task, in.Workdir, model, textfmt.Count(int64(in.Limits.MaxTurns), "turn"),
+	where := fmt.Sprintf("**Work directory** `%s`", in.Workdir)
+	if src := in.Source; src != nil {
+		where = fmt.Sprintf("**Repository** `%s` at `%s`", src.Repo, src.Commit+src.Ref)
+	}
+	return fmt.Sprintf("**Task**\n\n%s\n\n%s · **model** %s · **limits** %s, %s, %s",
+		in.Task, where, model, textfmt.Count(int64(in.Limits.MaxTurns), "turn"),
 		textfmt.Duration(in.Limits.MaxDuration.Std()), textfmt.Count(in.Limits.MaxTokens, "token"))
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/keelrun/keel/internal/session"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tools/snapshot"
+	"github.com/keelrun/keel/internal/workspace"
 )
 
 func watchCmd(g *globals) *cobra.Command {
@@ -141,6 +142,12 @@ func forkCmd(g *globals) *cobra.Command {
 				nameSession(p, wid)
 				snaps := app.Snapshots(cfg)
 				var note string
+				if src := in.Source; src != nil {
+					// A session on a repository forks into a directory restored from its snapshot,
+					// next to its workspace on this machine, like any other fork.
+					in.Workdir = (&workspace.Manager{Root: cfg.Workspaces.Root}).Dir(src.WorkspaceOf(args[0]))
+					in.Source = nil
+				}
 				if in.Workdir, note, err = forkWorkdir(snaps, args[0], turn, in.Workdir, workdir, wid); err != nil {
 					return err
 				}

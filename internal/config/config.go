@@ -24,9 +24,11 @@ type Config struct {
 	Temporal  Temporal
 	Dev       Dev
 	Snapshots Snapshots
-	Gateway   Gateway
-	Limits    contract.Limits
-	Tools     contract.ToolPolicy
+	// Workspaces says where and how a worker materializes sessions' workspaces from git.
+	Workspaces Workspaces
+	Gateway    Gateway
+	Limits     contract.Limits
+	Tools      contract.ToolPolicy
 	// WorkerTools are the worker's own tool settings, handed to the tools as they are.
 	WorkerTools contract.WorkerTools
 	// Sandbox confines run_command (tools.sandbox, tools.network, tools.limits.*); nil when
@@ -120,6 +122,15 @@ type Snapshots struct {
 	// and the age past which a session's go; 0 keeps any.
 	KeepBytes int64
 	KeepFor   time.Duration
+}
+
+// Workspaces configures the workspaces a worker materializes from git (internal/workspace).
+type Workspaces struct {
+	// Root holds the caches and the workspaces; <state_dir>/workspaces when not set.
+	Root string
+	// GitToken fetches repositories from GitTokenHost.
+	GitToken     string
+	GitTokenHost string
 }
 
 // Gateway configures the model provider.

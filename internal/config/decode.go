@@ -185,6 +185,9 @@ func (d *decoder) finish(t *draft, prog Program) {
 	if c.Store.Path == "" && c.Dev.StateDir != "" {
 		c.Store.Path = filepath.Join(c.Dev.StateDir, "store")
 	}
+	if c.Workspaces.Root == "" && c.Dev.StateDir != "" {
+		c.Workspaces.Root = filepath.Join(c.Dev.StateDir, "workspaces")
+	}
 	if t.sandboxMode == "on" || t.sandboxMode == "true" {
 		if t.sandbox.CacheDir == "" {
 			t.sandbox.CacheDir = defaultCacheDir()

@@ -171,6 +171,10 @@ const (
 	SnapshotsKeepMB    = "snapshots.keep_mb"
 	SnapshotsKeepFor   = "snapshots.keep_for"
 
+	WorkspacesRoot         = "workspaces.root"
+	WorkspacesGitToken     = "workspaces.git_token"
+	WorkspacesGitTokenHost = "workspaces.git_token_host"
+
 	GatewayProvider         = "gateway.provider"
 	GatewayBaseURL          = "gateway.base_url"
 	GatewayAPIKey           = "gateway.api_key"
@@ -350,6 +354,19 @@ var settings = []Setting{
 		Doc:  "`starter prune` removes every snapshot of a session whose newest one is older than this; 0: any age",
 		Hint: "starter prune's age past which a session's snapshots go; 0: any age",
 		into: func(d *draft) any { return &d.Snapshots.KeepFor }},
+
+	{Name: WorkspacesRoot, Kind: Path, Default: "", DefaultDoc: "`<state_dir>/workspaces`", ReadBy: Worker,
+		Doc: "where a worker keeps its per-repository git caches and the workspaces of sessions started with `--repo` and `--commit` or `--ref` " +
+			"([operations](operations.md#workspaces-from-git)); never inside a work directory",
+		Hint: "per-repository git caches and sessions' workspaces; empty: <state_dir>/workspaces",
+		into: func(d *draft) any { return &d.Workspaces.Root }},
+	{Name: WorkspacesGitToken, Default: "", ReadBy: Worker,
+		Doc: "the token a worker fetches sessions' repositories with, sent as HTTP basic auth (`x-access-token`) to `workspaces.git_token_host` only, " +
+			"never written to disk or shown to a session",
+		Hint: "better in KEEL_WORKSPACES_GIT_TOKEN", into: func(d *draft) any { return &d.Workspaces.GitToken }},
+	{Name: WorkspacesGitTokenHost, Default: "github.com", ReadBy: Worker,
+		Doc:  "the host (`host` or `host:port`) `workspaces.git_token` is sent to, over https",
+		Hint: "the host the git token is sent to", into: func(d *draft) any { return &d.Workspaces.GitTokenHost }},
 
 	{Name: GatewayProvider, Kind: Choice, OneOf: contract.Providers, Default: contract.ProviderOpenAI, ReadBy: Worker | Starter,
 		Flag: "provider", FlagIn: Starter, FlagUsage: "model provider wire format: " + strings.Join(contract.Providers, ", "),

@@ -123,6 +123,7 @@ func (c Config) guardedPaths() []guarded {
 	if c.File != "" {
 		g = append(g, guarded{c.File, "--config", "the configuration file"})
 	}
+	g = append(g, guarded{c.Workspaces.Root, WorkspacesRoot, "the workers' git caches and sessions' workspaces"})
 	return g
 }
 

@@ -53,7 +53,7 @@ var (
 	goldenRejected   = []string{"turn 2: read_file {bad"}
 	goldenGuards     = Guards{Repeat: goldenRepeat, Repairs: goldenRepairs, Rejected: goldenRejected, Breakers: goldenBreakers}
 	goldenModelSet   = ModelSettings{Model: "fast", Endpoint: goldenEndpoint, Retry: goldenRetry, WaitLimits: true}
-	goldenToolSet    = ToolSettings{Workdir: "/src", Policy: goldenPolicy}
+	goldenToolSet    = ToolSettings{Workdir: "/src", Policy: goldenPolicy, Source: &Source{Repo: "acme/app", Commit: "0123456789abcdef0123456789abcdef01234567", Ref: "main", Workspace: "keel-run-1"}}
 	goldenSinks      = []string{"http://127.0.0.1:7000/events"}
 	goldenSettings   = Settings{ModelSettings: goldenModelSet, ToolSettings: goldenToolSet, Sinks: goldenSinks, HeartbeatTimeout: jsondur.Duration(9 * time.Second)}
 	goldenCompaction = &Compaction{Head: "node-3", Cut: 4}

@@ -43,6 +43,9 @@ type ToolSettings struct {
 	// Workdir is the directory the tools are confined to, as the worker sees it.
 	Workdir string     `json:"workdir"`
 	Policy  ToolPolicy `json:"policy"`
+	// Source, when set, is the repository and commit the session's workspace comes from: the
+	// worker materializes it and runs the tools there, and Workdir is not read.
+	Source *Source `json:"source,omitempty"`
 }
 
 // Guards are the per-session protections a turn reads and updates: repeat detection, repair

@@ -21,8 +21,10 @@ type Job struct {
 	Path    string
 	Task    string
 	Workdir string
-	Model   string
-	Limits  contract.Limits
+	// Source is where the job's workspace comes from when its rule names no work directory.
+	Source *contract.Source
+	Model  string
+	Limits contract.Limits
 }
 
 // Defaults are what a job takes where its rule says nothing.
@@ -80,6 +82,13 @@ func (rule *Rule) job(v Vars, path string, def Defaults) (Job, error) {
 	if strings.TrimSpace(task) == "" {
 		return Job{}, fmt.Errorf("the prompt of rule %s rendered empty for %s", rule.Name, orPR(path))
 	}
+	model := rule.Model
+	if model == "" {
+		model = def.Model
+	}
+	if rule.workdir == nil && def.Workdir == "" {
+		return rule.sourceJob(v, path, task, model, def.Limits)
+	}
 	workdir, base := def.Workdir, filepath.Clean(def.Workdir)
 	if rule.workdir != nil {
 		if workdir, err = render(rule.workdir, v.forPath()); err != nil {
@@ -95,10 +104,6 @@ func (rule *Rule) job(v Vars, path string, def Defaults) (Job, error) {
 	if workdir != "" && !within(base, workdir) {
 		return Job{}, fmt.Errorf("the workdir of rule %s for %s renders to %q, outside %q: the job is not started", rule.Name, orPR(path), workdir, base)
 	}
-	model := rule.Model
-	if model == "" {
-		model = def.Model
-	}
 	return Job{
 		Rule:    rule.Name,
 		Key:     contract.JobKey{Repository: v.Repo, Commit: v.Commit, Path: path, PromptVersion: rule.promptVersion(), Model: model},
@@ -108,6 +113,29 @@ func (rule *Rule) job(v Vars, path string, def Defaults) (Job, error) {
 		Workdir: workdir,
 		Model:   model,
 		Limits:  rule.limits(def.Limits),
+	}, nil
+}
+
+// sourceJob is a job of a rule that names no work directory: its session's workspace is the
+// pull request's head commit, made by the worker from the head repository (the fork's, for a
+// pull request from a fork), so each job reads its own commit and no two share a directory.
+func (rule *Rule) sourceJob(v Vars, path, task, model string, limits contract.Limits) (Job, error) {
+	src := contract.Source{Repo: v.Repo, Commit: v.Commit}
+	if v.Fork != "" {
+		src.Repo = v.Fork
+	}
+	if err := src.Check(); err != nil {
+		return Job{}, fmt.Errorf("the workspace of rule %s for %s: %w", rule.Name, orPR(path), err)
+	}
+	return Job{
+		Rule:   rule.Name,
+		Key:    contract.JobKey{Repository: v.Repo, Commit: v.Commit, Path: path, PromptVersion: rule.promptVersion(), Model: model},
+		GitHub: contract.GitHubContext{Repo: v.Repo, PR: v.PR, Commit: v.Commit},
+		Path:   path,
+		Task:   task,
+		Source: &src,
+		Model:  model,
+		Limits: rule.limits(limits),
 	}, nil
 }
 

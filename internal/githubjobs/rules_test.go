@@ -343,3 +343,45 @@ func TestLeftOutBodyBounded(t *testing.T) {
 		t.Error("the notice names more than the first 50")
 	}
 }
+
+// TestJobsOnTheirCommit: a rule without a workdir (and no default one) runs each job on its
+// commit: the session names the head repository (the fork's for a fork) and the head commit, so
+// two commits are two workspaces. A commit that is not a full SHA starts no job.
+func TestJobsOnTheirCommit(t *testing.T) {
+	r, err := ParseRules([]byte(`
+rules:
+  - name: review
+    for_each: pull_request
+    forks: run
+    prompt: "Review {{.Title}}"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha := strings.Repeat("ab", 20)
+	cases := []struct {
+		fork, commit, repo, wantErr string
+	}{
+		{commit: sha, repo: "acme/shop"},
+		{fork: "mallory/shop", commit: sha, repo: "mallory/shop"},
+		{commit: "f00d", wantErr: "not a full hex commit SHA"},
+	}
+	for _, c := range cases {
+		v := Vars{Repo: "acme/shop", PR: 9, Title: "t", Head: "main", Commit: c.commit, Fork: c.fork}
+		jobs, err := r.Jobs(v, nil, Defaults{Model: "big"})
+		if c.wantErr != "" {
+			if len(jobs) != 0 || err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("%+v: jobs %+v, error %v; want none and %q", c, jobs, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("%+v: %v %+v", c, err, jobs)
+		}
+		j := jobs[0]
+		want := contract.Source{Repo: c.repo, Commit: c.commit}
+		if j.Source == nil || *j.Source != want || j.Workdir != "" || j.Key.Commit != c.commit || j.Model != "big" {
+			t.Errorf("%+v: job %+v, source %+v; want source %+v and no workdir", c, j, j.Source, want)
+		}
+	}
+}

@@ -91,7 +91,7 @@ func refFromAttrs(ex *workflowpb.WorkflowExecutionInfo) (jobRef, bool) {
 // policy reject duplicate), whichever bot or delivery asks, so started is false and err nil.
 func (j *Jobs) start(ctx context.Context, job Job) (started bool, err error) {
 	in := j.cfg.Session
-	in.Task, in.Workdir, in.Model, in.Limits = job.Task, job.Workdir, job.Model, job.Limits
+	in.Task, in.Workdir, in.Source, in.Model, in.Limits = job.Task, job.Workdir, job.Source, job.Model, job.Limits
 	gh := job.GitHub
 	in.GitHub = &gh
 	label := fmt.Sprintf("%s %s: %s", gh.String(), job.Rule, orPR(job.Path))
