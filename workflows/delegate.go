@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
@@ -89,6 +90,9 @@ func (t *turn) childInput(call contract.ToolCall) (contract.SessionInput, string
 		tools = toolspec.WithoutDelegate(tools)
 	}
 	set := t.in.Settings
+	// The parent's watchers follow the parent: a child's events would land in the middle of its
+	// replies. A person follows a child with `starter watch <its ID>`, which attaches a sink.
+	set.Sinks = nil
 	if args.Model != "" {
 		set.Model = args.Model
 		if set.Endpoint != nil {
@@ -247,4 +251,13 @@ func (s *session) treeText(spent int64, unit string) string {
 		return ""
 	}
 	return fmt.Sprintf(" across the tree, %d %s of them by sub-agents; the last charge came from %s", spent, unit, s.state.Tree.Last)
+}
+
+// treePrefix starts what a sub-agent's escalation says with its path from the root's task down to
+// its own, so the person it reaches knows which node of which tree asks; "" for a root session.
+func (s *session) treePrefix() string {
+	if d := s.in.Delegation; d != nil && len(d.Path) > 0 {
+		return "[sub-agent: " + strings.Join(d.Path, " → ") + "] "
+	}
+	return ""
 }

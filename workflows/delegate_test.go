@@ -48,6 +48,7 @@ func TestDelegateRunsChildrenInParallel(t *testing.T) {
 		return answerReply("answer to "+task, contract.Usage{InputTokens: 5, OutputTokens: 5})
 	}
 	in := input(contract.Limits{MaxTurns: 10, MaxTokens: 10_000, DelegationDepth: 1})
+	in.Sinks = []string{"http://127.0.0.1:1/events"}
 	start := w.env.Now()
 	sum := w.run(in)
 	require.Equal(t, contract.StatusCompleted, sum.Status)
@@ -70,6 +71,7 @@ func TestDelegateRunsChildrenInParallel(t *testing.T) {
 		tools, err := toolspec.Join(child.BuiltinTools, child.Tools)
 		require.NoError(t, err)
 		require.NotContains(t, toolspec.Names(tools), toolspec.Delegate, "a child at the depth limit must not delegate")
+		require.Empty(t, child.Sinks, "the parent's watchers do not get the child's events")
 		if task == "task B" {
 			require.Equal(t, []string{toolspec.ReadFile}, toolspec.Names(tools), "the tools the call named")
 		}
@@ -183,4 +185,62 @@ func TestTreeLimitStopsTheTree(t *testing.T) {
 	// have one call in flight when the charge lands.
 	require.LessOrEqual(t, total, 4, "the tree ran on after crossing its limit: %v", calls)
 	require.Len(t, w.modelRequests(), total+1, "the parent made no model call after the limit")
+}
+
+// TestCancelOneChild: a person's cancel of one sub-agent stops it alone; its sibling finishes and
+// the parent's model is told which one was cancelled.
+func TestCancelOneChild(t *testing.T) {
+	w := newWorld(t)
+	w.modelDelay = 10 * time.Second
+	slow := contract.ChildSessionID(parentID, "slow")
+	w.model = func(req contract.ModelRequest) reply {
+		switch {
+		case req.SessionID == parentID && req.Turn == 1:
+			return toolsReply(contract.Usage{}, delegateCall("slow", "slow task", ""), delegateCall("fast", "fast task", ""))
+		case req.SessionID == parentID:
+			return answerReply("done", contract.Usage{})
+		case req.SessionID == slow:
+			return toolsReply(contract.Usage{}, call(fmt.Sprint("r", req.Turn), toolspec.ReadFile, fmt.Sprintf(`{"path":"%d"}`, req.Turn)))
+		}
+		return answerReply("fast answer", contract.Usage{})
+	}
+	w.at(35*time.Second, func() {
+		require.NoError(t, w.env.SignalWorkflowByID(slow, contract.SignalCancel, contract.CancelRequest{Reason: "not needed", By: "ana"}))
+	})
+	sum := w.run(input(contract.Limits{MaxTurns: 50, DelegationDepth: 1}))
+	require.Equal(t, contract.StatusCompleted, sum.Status, "cancelling a sub-agent does not stop its parent")
+	var last contract.ModelRequest
+	for _, r := range w.modelRequests() {
+		if r.SessionID == parentID && r.Turn == 2 {
+			last = r
+		}
+	}
+	cancelled := toolResult(t, last, "slow")
+	require.True(t, cancelled.IsError)
+	require.Contains(t, cancelled.Content, slow)
+	require.Contains(t, cancelled.Content, "was cancelled")
+	require.Contains(t, toolResult(t, last, "fast").Content, "fast answer")
+}
+
+// TestChildEscalationNamesThePath: a sub-agent's escalation reaches the same channels and says
+// where in the tree it comes from.
+func TestChildEscalationNamesThePath(t *testing.T) {
+	w := newWorld(t)
+	w.model = func(req contract.ModelRequest) reply {
+		switch {
+		case req.SessionID == parentID && req.Turn == 1:
+			return toolsReply(contract.Usage{}, delegateCall("d", "run the tests", ""))
+		case req.SessionID == parentID:
+			return answerReply("done", contract.Usage{})
+		}
+		return toolsReply(contract.Usage{}, call("c", toolspec.RunCommand, `{"command":"go test ./..."}`))
+	}
+	in := input(contract.Limits{MaxTurns: 5, DelegationDepth: 1})
+	in.Policy.Deny = []string{toolspec.RunCommand}
+	in.Escalation.Channels = []string{"webhook"}
+	w.run(in)
+	notices := w.sentNotices()
+	require.NotEmpty(t, notices)
+	require.Contains(t, notices[0].req.Escalation.Summary, "make the tests pass → run the tests")
+	require.Equal(t, contract.ChildSessionID(parentID, "d"), notices[0].req.Escalation.WorkflowID)
 }
