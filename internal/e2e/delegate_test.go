@@ -1,0 +1,102 @@
+package e2e
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/demo"
+	"github.com/keelrun/keel/internal/devkit/fakegw"
+	"github.com/keelrun/keel/internal/jsondur"
+)
+
+// TestDelegateThreeInParallel: a session whose model delegates three sub-agents in one reply runs
+// them as child sessions at the same time (each one's first model call arrives before any of them
+// has done its whole script), and its next model call gets the three results.
+func TestDelegateThreeInParallel(t *testing.T) {
+	workerBin, err := env.Build("./worker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	gw := fakegw.New(fakegw.Options{})
+	if err := gw.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	environ := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true", "KEEL_GATEWAY_BASE_URL="+gw.BaseURL()+"/v1")
+	w := &workerProc{bin: workerBin, env: environ, t: t}
+	w.start()
+	defer w.kill()
+
+	ws := t.TempDir()
+	if err := demo.CopyWorkspace(ws); err != nil {
+		t.Fatal(err)
+	}
+	run, err := env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: envValue(environ, "KEEL_TEMPORAL_TASK_QUEUE")},
+		contract.SessionWorkflow, scriptedInput(contract.SessionInput{
+			Task:     fakegw.WithMode("fix the failing test", fakegw.ModeDelegate),
+			Limits:   contract.Limits{MaxTurns: 60, DelegationDepth: 1, MaxChildren: 4},
+			Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: ws}, HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout)},
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum contract.Summary
+	if err := run.Get(ctx, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Status != contract.StatusCompleted || !strings.Contains(sum.Answer, "All 3 sub-agents reported back") {
+		t.Fatalf("summary %+v", sum)
+	}
+
+	recs := gw.Stats().Records
+	var firsts []time.Time
+	for _, r := range recs {
+		if r.Mode == "" && r.First {
+			firsts = append(firsts, r.At)
+		}
+	}
+	if len(firsts) != fakegw.DelegateCount {
+		t.Fatalf("%d sub-agent conversations began, want %d", len(firsts), fakegw.DelegateCount)
+	}
+	// Run one after another, two whole sub-agents (six model calls each on the demo script) would
+	// come before the third one's first call; run at once, hardly any does.
+	third := slices.MaxFunc(firsts, time.Time.Compare)
+	before := 0
+	for _, r := range recs {
+		if r.Mode == "" && !r.First && r.At.Before(third) {
+			before++
+		}
+	}
+	if before >= 6 {
+		t.Errorf("%d sub-agent model calls came before the third sub-agent's first: they ran one after another", before)
+	}
+	finished := 0
+	for _, e := range sum.Events {
+		if e.Event == contract.EventToolResult && e.Tool == "delegate" && !e.IsError && strings.Contains(e.Text, "finished") {
+			finished++
+		}
+	}
+	var parent []fakegw.Record
+	for _, r := range recs {
+		if r.Mode == fakegw.ModeDelegate {
+			parent = append(parent, r)
+		}
+	}
+	if len(parent) != 2 {
+		t.Fatalf("the parent made %d model calls, want 2 (delegate, then answer)", len(parent))
+	}
+	if n := len(parent[1].Calls); n != fakegw.DelegateCount {
+		t.Errorf("the parent's second call was shown %d calls, want the %d delegations", n, fakegw.DelegateCount)
+	}
+	if finished != fakegw.DelegateCount {
+		t.Errorf("%d delegations reported a finished sub-agent, want %d; events %+v", finished, fakegw.DelegateCount, sum.Events)
+	}
+}
