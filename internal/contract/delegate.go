@@ -88,8 +88,21 @@ func ChildSessionID(parent, callID string) string {
 	if id != callID {
 		id += "-" + Digest(callID)[:8]
 	}
-	return parent + "/sub-" + id
+	return parent + childMark + id
 }
+
+// ParentSessionID is the session that started the sub-agent id names (ChildSessionID), or "" for
+// a session a person started.
+func ParentSessionID(id string) string {
+	i := strings.LastIndex(id, childMark)
+	if i < 0 {
+		return ""
+	}
+	return id[:i]
+}
+
+// childMark separates a sub-agent's workflow ID from its parent's.
+const childMark = "/sub-"
 
 // remaining is what is left of a limit of l after used; zero when l is zero (no limit), and at
 // least 1 otherwise, so a child is never handed "no limit" by a parent that has little left.

@@ -24,6 +24,14 @@ func TestChildSessionID(t *testing.T) {
 	if long := ChildSessionID("wf", strings.Repeat("x", 500)); len(long) > 100 {
 		t.Errorf("a 500-character call ID gave an ID of %d characters", len(long))
 	}
+	for _, id := range []string{"wf", ChildSessionID("wf", "c1"), ChildSessionID(ChildSessionID("wf", "c1"), "c2")} {
+		if child := ChildSessionID(id, "x"); ParentSessionID(child) != id {
+			t.Errorf("ParentSessionID(%q) = %q, want %q", child, ParentSessionID(child), id)
+		}
+	}
+	if ParentSessionID("keel-run-1") != "" {
+		t.Error("a session a person started has a parent")
+	}
 	if ChildSessionID("wf", "a/b") == ChildSessionID("wf", "ab") {
 		t.Error("two call IDs that differ only in dropped characters share a child ID")
 	}
