@@ -100,3 +100,58 @@ func TestDelegateThreeInParallel(t *testing.T) {
 		t.Errorf("%d delegations reported a finished sub-agent, want %d; events %+v", finished, fakegw.DelegateCount, sum.Events)
 	}
 }
+
+// TestDelegateTreeTokenLimit: three sub-agents that each stay within their own slice together
+// cross their parent's token limit; the whole tree stops within about one model call per
+// sub-agent of crossing it, and the parent's summary names the limit and the node.
+func TestDelegateTreeTokenLimit(t *testing.T) {
+	workerBin, err := env.Build("./worker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	gw := fakegw.New(fakegw.Options{})
+	if err := gw.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	environ := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true", "KEEL_GATEWAY_BASE_URL="+gw.BaseURL()+"/v1")
+	w := &workerProc{bin: workerBin, env: environ, t: t}
+	w.start()
+	defer w.kill()
+
+	ws := t.TempDir()
+	if err := demo.CopyWorkspace(ws); err != nil {
+		t.Fatal(err)
+	}
+	const limit = 5000 // the parent's call and three or four of its sub-agents' (each over 1,000 tokens)
+	run, err := env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: envValue(environ, "KEEL_TEMPORAL_TASK_QUEUE")},
+		contract.SessionWorkflow, scriptedInput(contract.SessionInput{
+			Task:     fakegw.WithMode("fix the failing test", fakegw.ModeDelegate),
+			Limits:   contract.Limits{MaxTurns: 60, MaxTokens: limit, DelegationDepth: 1, MaxChildren: 4},
+			Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: ws}, HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout)},
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = run.Get(ctx, nil)
+	sum, ok := contract.EndedSummary(err)
+	if !ok || sum.Status != contract.StatusLimit || sum.Limit != contract.LimitTokens {
+		t.Fatalf("want the tree stopped on its token limit; got %v, %+v", err, sum)
+	}
+	if !strings.Contains(sum.Reason, run.GetID()+"/sub-") {
+		t.Errorf("the summary %q does not name the sub-agent whose charge crossed the limit", sum.Reason)
+	}
+	child := 0
+	for _, r := range gw.Stats().Records {
+		if r.Mode == "" {
+			child++
+		}
+	}
+	// Unstopped, the three sub-agents would make 18 model calls (6 each on the demo script);
+	// stopped at the limit, each has at most one more in flight when the charge lands.
+	if child > 9 {
+		t.Errorf("the sub-agents made %d model calls: the tree ran on after crossing its limit", child)
+	}
+}
