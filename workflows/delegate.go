@@ -103,7 +103,7 @@ func (t *turn) childInput(call contract.ToolCall) (contract.SessionInput, string
 	}
 	builtin, rest := toolspec.Split(tools)
 	return contract.SessionInput{
-		Task: args.Task, SystemPrompt: d.SystemPrompt, Settings: set, Limits: limits, Escalation: d.Escalation,
+		Task: args.Task, SystemPrompt: d.SystemPrompt, Settings: set, Limits: limits, Escalation: d.Escalation, GitHub: d.GitHub,
 		Delegation: &contract.Delegation{
 			Parent: t.in.SessionID, CallID: call.ID, Ancestors: d.Ancestors,
 			Path: append(d.Path[:len(d.Path):len(d.Path)], clip(args.Task, 80)), BuiltinTools: builtin, Tools: rest,
@@ -166,6 +166,7 @@ func (s *session) delegateContext(ctx workflow.Context) *contract.DelegateContex
 		SystemPrompt: s.in.SystemPrompt,
 		Left:         contract.LimitsLeft(s.in.Limits, s.state.Turns+s.state.Tree.Turns, s.state.Usage.Total()+s.state.Tree.Tokens, elapsed),
 		Escalation:   s.in.Escalation,
+		GitHub:       s.in.GitHub,
 		Ancestors:    append(ancestors[:len(ancestors):len(ancestors)], workflow.GetInfo(ctx).WorkflowExecution.ID),
 		Path:         path,
 	}

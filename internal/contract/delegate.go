@@ -33,6 +33,9 @@ type DelegateContext struct {
 	SystemPrompt string           `json:"system_prompt,omitempty"`
 	Left         Limits           `json:"left"`
 	Escalation   EscalationPolicy `json:"escalation"`
+	// GitHub is the pull request the session works on, if any: a sub-agent's escalations go there
+	// too.
+	GitHub *GitHubContext `json:"github,omitempty"`
 	// Ancestors and Path are the session's own place in its tree, with itself added last.
 	Ancestors []string `json:"ancestors"`
 	Path      []string `json:"path"`

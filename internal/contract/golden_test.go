@@ -107,7 +107,8 @@ func goldenPayloads() []struct {
 			Tools: []ToolSpec{goldenTool}, Settings: goldenSettings, Guards: goldenGuards,
 			Resume: []ToolCall{goldenCall}, Approved: &ApprovalDecision{CallID: "call_1", Digest: "abc123", Approve: true, By: "ana"},
 			Compaction: goldenCompaction, Status: goldenStatus,
-			Delegate: &DelegateContext{SystemPrompt: "be brief", Left: goldenLimits, Escalation: goldenEscPolicy, Ancestors: []string{"wf-0", "wf-1"}, Path: []string{"fix the build"}},
+			Delegate: &DelegateContext{SystemPrompt: "be brief", Left: goldenLimits, Escalation: goldenEscPolicy,
+				GitHub: &GitHubContext{Repo: "keelrun/keel", PR: 22, Commit: "ab09ab4"}, Ancestors: []string{"wf-0", "wf-1"}, Path: []string{"fix the build"}},
 		}},
 		{"turn_result", TurnResult{
 			Transcript: Transcript{Head: "node-10", Pending: goldenMsgs}, Final: true, Answer: "done", Usage: goldenUsage, Counters: goldenCounters,
