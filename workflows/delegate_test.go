@@ -244,3 +244,35 @@ func TestChildEscalationNamesThePath(t *testing.T) {
 	require.Contains(t, notices[0].req.Escalation.Summary, "make the tests pass → run the tests")
 	require.Equal(t, contract.ChildSessionID(parentID, "d"), notices[0].req.Escalation.WorkflowID)
 }
+
+// TestSayToOneChild: a message a person sends to one sub-agent reaches that sub-agent's next
+// model call only: not its sibling's, not its parent's.
+func TestSayToOneChild(t *testing.T) {
+	w := newWorld(t)
+	w.modelDelay = 10 * time.Second
+	a, b := contract.ChildSessionID(parentID, "a"), contract.ChildSessionID(parentID, "b")
+	w.model = func(req contract.ModelRequest) reply {
+		switch {
+		case req.SessionID == parentID && req.Turn == 1:
+			return toolsReply(contract.Usage{}, delegateCall("a", "task A", ""), delegateCall("b", "task B", ""))
+		case req.SessionID == parentID:
+			return answerReply("done", contract.Usage{})
+		case req.Turn < 3:
+			return toolsReply(contract.Usage{}, call(fmt.Sprint("r", req.Turn), toolspec.ReadFile, fmt.Sprintf(`{"path":"%d"}`, req.Turn)))
+		}
+		return answerReply("child done", contract.Usage{})
+	}
+	w.at(15*time.Second, func() {
+		require.NoError(t, w.env.SignalWorkflowByID(a, contract.SignalSay, contract.Say{Text: "only for A", By: "ana", Via: "cli"}))
+	})
+	w.run(input(contract.Limits{MaxTurns: 20, DelegationDepth: 1}))
+	heard := map[string][]int{}
+	for _, r := range w.modelRequests() {
+		for _, m := range r.Append {
+			if strings.Contains(m.Content, "only for A") {
+				heard[r.SessionID] = append(heard[r.SessionID], r.Turn)
+			}
+		}
+	}
+	require.Equal(t, map[string][]int{a: {2}}, heard, "the message reaches A's next model call only (B is %s)", b)
+}
