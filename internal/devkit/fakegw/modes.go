@@ -97,6 +97,9 @@ const (
 	// ModeDelegateFail makes the first call start one sub-agent whose model refuses (so it
 	// fails), and answers once its result is back.
 	ModeDelegateFail = "delegate_fail"
+	// ModeDelegateLong makes the first call start two sub-agents whose first call runs
+	// "sleep 15" (ModeLongCommand), then the demo script: time to kill a worker under them.
+	ModeDelegateLong = "delegate_long"
 )
 
 // DelegateCount is how many sub-agents ModeDelegate starts in its first reply.
@@ -166,6 +169,7 @@ var ModeTable = []ModeInfo{
 	{ModePrimaryDown, "the primary model answers 503 on every call; the fallback model (gateway.fallbacks) answers"},
 	{ModeDelegate, "the first reply starts three sub-agents with delegate, each fixing the demo on its own; the answer follows their results"},
 	{ModeDelegateFail, "the first reply starts one sub-agent whose model refuses, so it fails; the parent is told and answers"},
+	{ModeDelegateLong, "the first reply starts two sub-agents that each run sleep 15 first: time to kill a worker or cancel one"},
 	{ModeUsageLimit, "the first model call gets 429 with Retry-After: 7200 once: a usage limit the session waits out on a timer (or escalates, when the reset is after its deadline)"},
 }
 

@@ -126,6 +126,8 @@ func decide(mode string, t transcript) reply {
 		return delegateReply(ex, "", DelegateCount)
 	case ModeDelegateFail:
 		return delegateReply(ex, ModeRefusal, 1)
+	case ModeDelegateLong:
+		return delegateReply(ex, ModeLongCommand, 2)
 	}
 	if IsEscapeClass(mode) {
 		return escapeReply(t, ex, mode)

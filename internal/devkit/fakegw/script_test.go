@@ -448,6 +448,7 @@ func TestDelegateModes(t *testing.T) {
 	}{
 		{ModeDelegate, DelegateCount, ""},
 		{ModeDelegateFail, 1, ModeRefusal},
+		{ModeDelegateLong, 2, ModeLongCommand},
 	}
 	for _, c := range cases {
 		t.Run(c.mode, func(t *testing.T) {
