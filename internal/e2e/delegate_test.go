@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -153,5 +154,65 @@ func TestDelegateTreeTokenLimit(t *testing.T) {
 	// stopped at the limit, each has at most one more in flight when the charge lands.
 	if child > 9 {
 		t.Errorf("the sub-agents made %d model calls: the tree ran on after crossing its limit", child)
+	}
+}
+
+// TestDelegateSurvivesWorkerKill: the worker is SIGKILLed while two sub-agents each run a command;
+// on a new worker every node completes, and no tool ran twice (the side-effect log).
+func TestDelegateSurvivesWorkerKill(t *testing.T) {
+	worker, err := env.Build("./internal/devkit/recworker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	gw := fakegw.New(fakegw.Options{})
+	if err := gw.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	effects := filepath.Join(t.TempDir(), "effects.jsonl")
+	environ := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true", "KEEL_GATEWAY_BASE_URL="+gw.BaseURL()+"/v1")
+	w := &workerProc{bin: worker, args: []string{"-effect-log", effects}, env: environ, t: t}
+	w.start()
+	defer w.kill()
+
+	ws := t.TempDir()
+	if err := demo.CopyWorkspace(ws); err != nil {
+		t.Fatal(err)
+	}
+	run, err := env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: envValue(environ, "KEEL_TEMPORAL_TASK_QUEUE")},
+		contract.SessionWorkflow, scriptedInput(contract.SessionInput{
+			Task:     fakegw.WithMode("fix the failing test", fakegw.ModeDelegateLong),
+			Limits:   contract.Limits{MaxTurns: 60, DelegationDepth: 1, MaxChildren: 4},
+			Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: ws}, HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout)},
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(90*time.Second, func() bool { return len(processesIn(ws, "sleep", "15")) == 2 }) {
+		t.Fatal("the two sub-agents never ran their commands at the same time")
+	}
+	w.kill()
+	w.start()
+
+	var sum contract.Summary
+	if err := run.Get(ctx, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Status != contract.StatusCompleted || !strings.Contains(sum.Answer, "All 2 sub-agents reported back") {
+		t.Fatalf("summary %+v", sum)
+	}
+	finished := 0
+	for _, e := range sum.Events {
+		if e.Event == contract.EventToolResult && e.Tool == "delegate" && !e.IsError && strings.Contains(e.Text, "finished") {
+			finished++
+		}
+	}
+	if finished != 2 {
+		t.Errorf("%d sub-agents finished, want 2; events %+v", finished, sum.Events)
+	}
+	if dups, total := duplicateExecutions(t, effects); len(dups) > 0 {
+		t.Errorf("%d of %d tool executions ran twice: %v", len(dups), total, dups)
 	}
 }
