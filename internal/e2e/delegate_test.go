@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/keelrun/keel/internal/contract"
@@ -214,5 +216,84 @@ func TestDelegateSurvivesWorkerKill(t *testing.T) {
 	}
 	if dups, total := duplicateExecutions(t, effects); len(dups) > 0 {
 		t.Errorf("%d of %d tool executions ran twice: %v", len(dups), total, dups)
+	}
+}
+
+// TestCancelOneSubAgent: `starter cancel` of one sub-agent while both run a command reaps its
+// command and ends it alone; its sibling finishes, and the parent's model is told which one was
+// cancelled.
+func TestCancelOneSubAgent(t *testing.T) {
+	workerBin, err := env.Build("./worker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	gw := fakegw.New(fakegw.Options{})
+	if err := gw.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	environ := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true", "KEEL_GATEWAY_BASE_URL="+gw.BaseURL()+"/v1")
+	w := &workerProc{bin: workerBin, env: environ, t: t}
+	w.start()
+	defer w.kill()
+
+	ws := t.TempDir()
+	if err := demo.CopyWorkspace(ws); err != nil {
+		t.Fatal(err)
+	}
+	run, err := env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: envValue(environ, "KEEL_TEMPORAL_TASK_QUEUE")},
+		contract.SessionWorkflow, scriptedInput(contract.SessionInput{
+			Task:     fakegw.WithMode("fix the failing test", fakegw.ModeDelegateLong),
+			Limits:   contract.Limits{MaxTurns: 60, DelegationDepth: 1, MaxChildren: 4},
+			Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: ws}, HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout)},
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(90*time.Second, func() bool { return len(processesIn(ws, "sleep", "15")) == 2 }) {
+		t.Fatal("the two sub-agents never ran their commands at the same time")
+	}
+	resp, err := env.Client().ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", contract.SessionWorkflow)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var children []string
+	for _, e := range resp.GetExecutions() {
+		if id := e.GetExecution().GetWorkflowId(); contract.ParentSessionID(id) == run.GetID() {
+			children = append(children, id)
+		}
+	}
+	slices.Sort(children)
+	if len(children) != 2 {
+		t.Fatalf("running sub-agents %v, want 2", children)
+	}
+	victim := children[0]
+	if out, err := starterIn(environ, "cancel", victim); err != nil {
+		t.Fatalf("starter cancel %s: %v\n%s", victim, err, out)
+	}
+	// The cancelled sub-agent's command is reaped long before its 15 s are up; the sibling's runs on.
+	if !waitFor(10*time.Second, func() bool { return len(processesIn(ws, "sleep", "15")) == 1 }) {
+		t.Errorf("the cancelled sub-agent's command was not reaped: %d sleeps run", len(processesIn(ws, "sleep", "15")))
+	}
+	var sum contract.Summary
+	if err := run.Get(ctx, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Status != contract.StatusCompleted {
+		t.Fatalf("cancelling a sub-agent stopped its parent: %+v", sum)
+	}
+	var told, finished bool
+	for _, e := range sum.Events {
+		if e.Event != contract.EventToolResult || e.Tool != "delegate" {
+			continue
+		}
+		told = told || (e.IsError && strings.Contains(e.Text, victim) && strings.Contains(e.Text, "was cancelled"))
+		finished = finished || (!e.IsError && strings.Contains(e.Text, children[1]) && strings.Contains(e.Text, "finished"))
+	}
+	if !told || !finished {
+		t.Errorf("want the parent told %s was cancelled (%v) and %s finished (%v); events %+v", victim, told, children[1], finished, sum.Events)
 	}
 }
