@@ -90,7 +90,7 @@ func (s *session) openEscalation(ctx workflow.Context, req *contract.EscalationR
 		WorkflowID:    info.WorkflowExecution.ID,
 		Reason:        req.Reason,
 		Class:         req.Class,
-		Summary:       req.Summary,
+		Summary:       s.treePrefix() + req.Summary,
 		Tried:         req.Tried,
 		Attempts:      req.Attempts,
 		LastError:     req.LastError,

@@ -82,7 +82,10 @@ func interruptedNotice(turn int) contract.Event {
 // the session go on also updates the search attributes; a stopped one leaves that to finish.
 func (s *session) fold(ctx workflow.Context, turn int, res contract.TurnResult, outcome turnOutcome) {
 	var events []contract.Event
+	tokens, turns := s.state.Usage.Total(), s.state.Turns
 	s.state, events = foldTurn(s.state, turn, res, outcome)
+	s.state.Tree.Running = 0 // the turn's own spending is in its result now
+	s.chargeAncestors(ctx, s.state.Usage.Total()-tokens, s.state.Turns-turns)
 	for _, e := range events {
 		s.addEvent(ctx, e)
 	}

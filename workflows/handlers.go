@@ -44,6 +44,7 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 		return err
 	}
 	s.listenSignals(ctx)
+	s.listenCharges(ctx)
 	return nil
 }
 

@@ -14,10 +14,10 @@ import (
 // a timer raced against the turn (see runTurn), so it also stops a turn that hangs.
 func (s *session) checkLimits(ctx workflow.Context) (contract.Summary, bool) {
 	l := s.in.Limits
-	if l.MaxTurns > 0 && s.state.Turns >= l.MaxTurns {
+	if l.MaxTurns > 0 && s.state.Turns+s.state.Tree.Turns >= l.MaxTurns {
 		return s.limitSummary(ctx, contract.LimitTurns), true
 	}
-	if l.MaxTokens > 0 && s.state.Usage.Total() >= l.MaxTokens {
+	if l.MaxTokens > 0 && s.state.Usage.Total()+s.state.Tree.Tokens >= l.MaxTokens {
 		return s.limitSummary(ctx, contract.LimitTokens), true
 	}
 	return contract.Summary{}, false
@@ -28,9 +28,9 @@ func (s *session) limitText(ctx workflow.Context, limit string) string {
 	l := s.in.Limits
 	switch limit {
 	case contract.LimitTurns:
-		return fmt.Sprintf("stopped: %d of %d turns used", s.state.Turns, l.MaxTurns)
+		return fmt.Sprintf("stopped: %d of %d turns used", s.state.Turns+s.state.Tree.Turns, l.MaxTurns) + s.treeText(int64(s.state.Tree.Turns), "turns")
 	case contract.LimitTokens:
-		return fmt.Sprintf("stopped: %d of %d tokens used", s.state.Usage.Total(), l.MaxTokens)
+		return fmt.Sprintf("stopped: %d of %d tokens used", s.state.Usage.Total()+s.state.Tree.Tokens, l.MaxTokens) + s.treeText(s.state.Tree.Tokens, "tokens")
 	default:
 		used := workflow.Now(ctx).Sub(s.state.StartedAt).Round(100_000_000)
 		return fmt.Sprintf("stopped: %s of %s used", used, l.MaxDuration)

@@ -70,6 +70,9 @@ type session struct {
 	// the wait in progress, for the status query.
 	usageWaits bool
 	wait       *contract.UsageWait
+
+	// tripped is the limit the session's tree crossed while a turn ran (delegate.go), or "".
+	tripped string
 }
 
 func newSession(ctx workflow.Context, in contract.SessionInput) *session {
@@ -93,6 +96,19 @@ func (s *session) listTools(ctx workflow.Context) error {
 	if len(s.state.Tools) > 0 {
 		return nil
 	}
+	if d := s.in.Delegation; d != nil {
+		tools, err := toolspec.Join(d.BuiltinTools, d.Tools)
+		if err != nil {
+			return fmt.Errorf("resolving the sub-agent's tools: %w", err)
+		}
+		s.state.Tools = tools
+		return nil
+	}
+	defer func() {
+		if s.in.Limits.DelegationDepth <= 0 {
+			s.state.Tools = toolspec.WithoutDelegate(s.state.Tools)
+		}
+	}()
 	if workflow.GetVersion(ctx, versionListTools, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		s.state.Tools = toolspec.PreListing()
 		return nil
@@ -224,6 +240,9 @@ func (s *session) turnStopped(ctx workflow.Context, turn int, res contract.TurnR
 	switch outcome {
 	case turnCancelled:
 		s.fold(ctx, turn, res, outcome)
+		if s.tripped != "" {
+			return s.limitSummary(ctx, s.tripped), true
+		}
 		return s.cancelledSummary(ctx, res.Partial), true
 	case turnTimedOut:
 		s.fold(ctx, turn, res, outcome)
@@ -296,6 +315,7 @@ func (s *session) turnInput(ctx workflow.Context, turn int) contract.TurnInput {
 	}
 	in.Sinks = s.sinks
 	in.WaitLimits = s.usageWaits
+	in.Delegate = s.delegateContext(ctx)
 	return in
 }
 

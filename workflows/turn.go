@@ -44,6 +44,10 @@ type turn struct {
 	metrics  record.Handler
 	// step is what the turn runs now (the step query and the turn's current details).
 	step contract.TurnStep
+	// children are the sub-agents started by this turn's delegate calls (delegate.go); planned
+	// is how many delegate calls its reply holds.
+	children []child
+	planned  int
 }
 
 // stepTo records what the turn runs from now: the model call when call is nil, else that tool call.
@@ -104,6 +108,7 @@ func (t *turn) resume(ctx workflow.Context) (contract.TurnResult, error) {
 
 // runCalls takes calls through the gates in order, stopping at the first that needs a person.
 func (t *turn) runCalls(ctx workflow.Context, calls []contract.ToolCall) (contract.TurnResult, error) {
+	t.planned = countDelegations(calls)
 	for i, call := range calls {
 		if ctx.Err() != nil {
 			return t.stopCalls(ctx, calls[i:], false)
@@ -123,6 +128,10 @@ func (t *turn) runCalls(ctx workflow.Context, calls []contract.ToolCall) (contra
 			break
 		}
 	}
+	if len(t.children) > 0 {
+		t.awaitChildren(ctx)
+		t.res.Cancelled = ctx.Err() != nil // a cancel that came while sub-agents ran: the session says why
+	}
 	return t.finish(), nil
 }
 
@@ -130,6 +139,7 @@ func (t *turn) runCalls(ctx workflow.Context, calls []contract.ToolCall) (contra
 // what they have, answering the call that was running (its outcome is unknown) and the calls not
 // started, so a session that goes on (a person interrupted it) keeps a well-formed transcript.
 func (t *turn) stopCalls(ctx workflow.Context, rest []contract.ToolCall, running bool) (contract.TurnResult, error) {
+	t.awaitChildren(ctx)
 	if workflow.GetVersion(ctx, versionKeepInterrupted, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return t.res, temporal.NewCanceledError()
 	}

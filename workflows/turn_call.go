@@ -76,6 +76,10 @@ func (t *turn) needsApproval(spec contract.ToolSpec) bool {
 
 // gateAndRun is the last gate, the tool's breaker, then the tool activity.
 func (t *turn) gateAndRun(ctx workflow.Context, call contract.ToolCall, spec contract.ToolSpec) error {
+	if spec.Name == toolspec.Delegate && spec.Server == "" && workflow.GetVersion(ctx, versionDelegate, workflow.DefaultVersion, 1) == 1 {
+		t.delegate(ctx, call)
+		return nil
+	}
 	key := breaker.Key(spec.Name, spec.Server)
 	if d := t.guards.Breakers.Allow(t.in.Policy.Breaker, key, workflow.Now(ctx)); !d.Run {
 		t.refuseOpen(call, key)

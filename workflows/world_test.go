@@ -66,6 +66,11 @@ type world struct {
 	// it takes on the workflow clock.
 	compact      func(context.Context, contract.CompactRequest) (contract.CompactResult, error)
 	compactDelay time.Duration
+	// model, when set, answers each model call from its request instead of the script (sessions
+	// running side by side, whose calls come in no fixed order).
+	model func(contract.ModelRequest) reply
+	// modelDelay is how long each call answered by model takes on the workflow clock.
+	modelDelay time.Duration
 }
 
 // newWorld builds a test environment with both workflows registered under their contract names and
@@ -131,6 +136,9 @@ func (w *world) activities() (started, cancelled []string) {
 func (w *world) nextModelDelay() time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.model != nil {
+		return w.modelDelay
+	}
 	if n := len(w.modelReqs); n < len(w.script) {
 		return w.script[n].delay
 	}
@@ -142,11 +150,18 @@ func (w *world) callModel(_ context.Context, req contract.ModelRequest) (contrac
 	defer w.mu.Unlock()
 	w.modelReqs = append(w.modelReqs, req)
 	n := len(w.modelReqs)
+	if w.model != nil {
+		return modelResponse(n, w.model(req))
+	}
 	if n > len(w.script) {
 		w.t.Errorf("model call %d is beyond the script of %d replies", n, len(w.script))
 		return contract.ModelResponse{}, temporal.NewNonRetryableApplicationError("script exhausted", "TestScript", nil)
 	}
-	r := w.script[n-1]
+	return modelResponse(n, w.script[n-1])
+}
+
+// modelResponse is the n-th model call's response scripted by r.
+func modelResponse(n int, r reply) (contract.ModelResponse, error) {
 	if r.err != nil {
 		return contract.ModelResponse{}, r.err
 	}

@@ -99,12 +99,13 @@ func printRows(w io.Writer, rows []session.Row, now time.Time) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tTASK\tTURNS\tTOKENS\tSTARTED\tWAITING ON")
-	for _, r := range rows {
+	rows, depths := treeOrder(rows)
+	for i, r := range rows {
 		waiting := r.Waiting
 		if waiting == "" {
 			waiting = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.WorkflowID, r.Status, sanitize(clip(r.Task, listTaskWidth)), r.Turns,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", treeLabel(r.WorkflowID, depths[i]), r.Status, sanitize(clip(r.Task, listTaskWidth)), r.Turns,
 			groupDigits(r.Tokens), startedAt(r.Started, now), waiting)
 	}
 	_ = tw.Flush()

@@ -190,6 +190,9 @@ const (
 	LimitsMaxDuration   = "limits.max_duration"
 	LimitsMaxTokens     = "limits.max_tokens"
 	LimitsContextTokens = "limits.context_tokens"
+	// LimitsDelegationDepth and LimitsMaxChildren shape sub-agents (the delegate tool).
+	LimitsDelegationDepth = "limits.delegation_depth"
+	LimitsMaxChildren     = "limits.max_children"
 
 	ToolsApproval           = "tools.approval"
 	ToolsAllow              = "tools.allow"
@@ -427,6 +430,13 @@ var settings = []Setting{
 			"later calls (the full transcript is kept; see [architecture.md](architecture.md#compaction)). Not a hard limit",
 		Hint: "the model's context window: at 80 % the oldest turns are summarised; 0 never",
 		into: func(d *draft) any { return &d.Limits.ContextTokens }},
+	{Name: LimitsDelegationDepth, Kind: Count, Default: contract.DefaultDelegationDepth, ReadBy: Starter,
+		Doc: "how many levels of sub-agents a session may start under it with the `delegate` tool; 0 offers no `delegate` tool " +
+			"(see [subagents.md](subagents.md))",
+		Hint: "levels of sub-agents a session may start; 0 offers no delegate tool",
+		into: func(d *draft) any { return &d.Limits.DelegationDepth }},
+	{Name: LimitsMaxChildren, Kind: Count, Default: contract.DefaultMaxChildren, ReadBy: Starter,
+		Doc: "how many sub-agents may run at once in a session's whole tree", into: func(d *draft) any { return &d.Limits.MaxChildren }},
 
 	{Name: ToolsApproval, Kind: Choice, OneOf: contract.ApprovalModes, Default: string(contract.ApprovalNever), ReadBy: Starter,
 		Flag: "approval", FlagIn: Starter, FlagUsage: "which tool calls wait for your approval: never, writes or always",

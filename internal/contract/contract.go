@@ -145,6 +145,11 @@ type Limits struct {
 	// input reaches 80 % of it, the oldest turns are summarised (compaction). Zero never
 	// compacts. It is not a hard limit: nothing stops when a call goes past it.
 	ContextTokens int64 `json:"context_tokens,omitempty"`
+	// DelegationDepth is how many levels of sub-agents the session may start under it (the
+	// delegate tool); zero offers no delegate tool. MaxChildren bounds the sub-agents running at
+	// once in its whole tree.
+	DelegationDepth int `json:"delegation_depth,omitempty"`
+	MaxChildren     int `json:"max_children,omitempty"`
 }
 
 // RetryConfig shapes the gateway's equal-jitter backoff. Zero values take the defaults

@@ -33,7 +33,7 @@ var (
 		Reasoning: []json.RawMessage{json.RawMessage(`{"id":"rs_1"}`)}}
 	goldenUsage    = Usage{InputTokens: 1200, OutputTokens: 300, CachedTokens: 800, CacheWriteTokens: 100}
 	goldenCounters = Counters{ToolCalls: 4, BlockedCalls: 1, GatewayCalls: 3, GatewayAttempts: 5, FallbackCalls: 1, Compactions: 1, CompactionTokens: 700, ReconciledCalls: 1}
-	goldenLimits   = Limits{MaxTurns: 30, MaxDuration: jsondur.Duration(30 * time.Minute), MaxTokens: 200000, ContextTokens: 100000}
+	goldenLimits   = Limits{MaxTurns: 30, MaxDuration: jsondur.Duration(30 * time.Minute), MaxTokens: 200000, ContextTokens: 100000, DelegationDepth: 2, MaxChildren: 3}
 	goldenRetry    = RetryConfig{Base: jsondur.Duration(400 * time.Millisecond), Cap: jsondur.Duration(8 * time.Second)}
 	goldenBreakerC = breaker.Config{Failures: 5, Window: jsondur.Duration(2 * time.Minute), Cooldown: jsondur.Duration(time.Minute)}
 	goldenPolicy   = ToolPolicy{
@@ -80,6 +80,7 @@ var (
 		Guards: goldenGuards, Events: goldenEvents, EventSeq: 7, Tools: []ToolSpec{goldenTool}, Inbox: goldenMsgs[:1], SaySeq: 2,
 		Compaction: goldenCompaction, LastInput: 1200, CompactAt: 5,
 		Checks: 3, CheckFails: 2, CheckFailure: "abc123", Waits: 1, WaitedMS: 7200000, ModelTokens: map[string]int64{"openai/gpt-x": 1500},
+		Tree: TreeUsage{Tokens: 900, Turns: 2, Last: "wf-0/sub-call_1", Running: 300},
 	}
 )
 
@@ -98,6 +99,8 @@ func goldenPayloads() []struct {
 			Task: "fix the test", SystemPrompt: "be brief", Settings: goldenSettings, Limits: goldenLimits,
 			Escalation: goldenEscPolicy, GitHub: &GitHubContext{Repo: "keelrun/keel", PR: 22, Commit: "ab09ab4"},
 			TurnsPerRun: 10, Goal: &Goal{Check: "go test ./...", Repeats: 3}, Carry: &carry,
+			Delegation: &Delegation{Parent: "wf-0", CallID: "call_1", Ancestors: []string{"wf-0"}, Path: []string{"fix the build", "fix the test"},
+				BuiltinTools: "sha256:tools", Tools: []ToolSpec{goldenTool}},
 		}},
 		{"session_state", goldenState},
 		{"turn_input", TurnInput{
@@ -105,6 +108,8 @@ func goldenPayloads() []struct {
 			Tools: []ToolSpec{goldenTool}, Settings: goldenSettings, Guards: goldenGuards,
 			Resume: []ToolCall{goldenCall}, Approved: &ApprovalDecision{CallID: "call_1", Digest: "abc123", Approve: true, By: "ana"},
 			Compaction: goldenCompaction, Status: goldenStatus,
+			Delegate: &DelegateContext{SystemPrompt: "be brief", Left: goldenLimits, Escalation: goldenEscPolicy,
+				GitHub: &GitHubContext{Repo: "keelrun/keel", PR: 22, Commit: "ab09ab4"}, Ancestors: []string{"wf-0", "wf-1"}, Path: []string{"fix the build"}},
 		}},
 		{"turn_result", TurnResult{
 			Transcript: Transcript{Head: "node-10", Pending: goldenMsgs}, Final: true, Answer: "done", Usage: goldenUsage, Counters: goldenCounters,

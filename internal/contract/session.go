@@ -25,6 +25,8 @@ type SessionInput struct {
 	// Goal, when set, keeps the session going until its check passes (goal mode): a final answer
 	// is not the end until the check says so.
 	Goal *Goal `json:"goal,omitempty"`
+	// Delegation is set when a delegate call started the session: its place in the tree.
+	Delegation *Delegation `json:"delegation,omitempty"`
 	// Carry is the state of an earlier run (continue-as-new) or of a forked session.
 	Carry *SessionState `json:"carry,omitempty"`
 }
@@ -67,6 +69,8 @@ type SessionState struct {
 	WaitedMS int64 `json:"waited_ms,omitempty"`
 	// ModelTokens are the tokens used per model that answered (provider/model).
 	ModelTokens map[string]int64 `json:"model_tokens,omitempty"`
+	// Tree is what the session's sub-agents spent, charged to it as they went.
+	Tree TreeUsage `json:"tree,omitzero"`
 }
 
 // Goal is a session's goal: a check command whose exit status says whether the task is done.

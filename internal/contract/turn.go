@@ -29,6 +29,8 @@ type TurnInput struct {
 	// Status is the session's status as the turn starts, with only the events since the last
 	// turn's; the model call posts it to the sinks, so followers need not query.
 	Status *SessionStatus `json:"status,omitempty"`
+	// Delegate is set while the session may start sub-agents (the delegate tool).
+	Delegate *DelegateContext `json:"delegate,omitempty"`
 }
 
 // RepairCap is how many argument repairs a tool gets before the session escalates.

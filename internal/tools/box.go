@@ -110,6 +110,11 @@ var runners = map[string]runner{
 	toolspec.RunCommand: runs(func(b *Box, ctx context.Context, root string, a toolspec.RunCommandArgs) contract.ToolResult {
 		return b.runCommand(ctx, root, a.Command, a.TimeoutSeconds)
 	}),
+	// The turn workflow runs delegate itself (a child session); a call that reaches a tool
+	// activity came from a turn that cannot, and nothing was started.
+	toolspec.Delegate: runs(func(_ *Box, _ context.Context, _ string, _ toolspec.DelegateArgs) contract.ToolResult {
+		return refused("delegate is not available in this session; nothing was started. Do the task with your other tools.")
+	}),
 }
 
 // root resolves the work directory to its resolved, absolute path once per call.

@@ -110,3 +110,25 @@ func offeredFallback(text string) (call, bool) {
 	}
 	return call{}, false
 }
+
+// delegateReply starts n sub-agents in one reply, each with a task whose mode line is childMode,
+// and answers once every delegate call has its result.
+func delegateReply(ex []exchange, childMode string, n int) reply {
+	calls := make([]call, n)
+	for i := range calls {
+		calls[i] = toolCall("delegate", "task", WithMode(fmt.Sprintf("Sub-task %d of %d: make go test ./... pass in this directory.", i+1, n), childMode))
+	}
+	back := 0
+	for _, e := range ex {
+		if e.Call.Name == "delegate" && e.Result != nil {
+			back++
+		}
+	}
+	switch {
+	case len(ex) == 0:
+		return reply{Text: fmt.Sprintf("I will hand this to %d sub-agents.", n), Calls: calls}
+	case back >= n:
+		return reply{Text: fmt.Sprintf("All %d sub-agents reported back.", n)}
+	}
+	return scripted(ex)
+}

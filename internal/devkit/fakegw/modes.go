@@ -91,7 +91,19 @@ const (
 	// Options.UsageReset (2 hours unless set): a usage limit whose reset lies beyond the retry
 	// cap. The same request made again after the wait is answered.
 	ModeUsageLimit = "usage_limit"
+	// ModeDelegate makes the first call start DelegateCount sub-agents with the delegate tool,
+	// each on the demo script, and answers once all their results are back.
+	ModeDelegate = "delegate"
+	// ModeDelegateFail makes the first call start one sub-agent whose model refuses (so it
+	// fails), and answers once its result is back.
+	ModeDelegateFail = "delegate_fail"
+	// ModeDelegateLong makes the first call start two sub-agents whose first call runs
+	// "sleep 15" (ModeLongCommand), then the demo script: time to kill a worker under them.
+	ModeDelegateLong = "delegate_long"
 )
+
+// DelegateCount is how many sub-agents ModeDelegate starts in its first reply.
+const DelegateCount = 3
 
 // DefaultUsageReset is ModeUsageLimit's Retry-After when Options.UsageReset is not set.
 const DefaultUsageReset = 2 * time.Hour
@@ -155,6 +167,9 @@ var ModeTable = []ModeInfo{
 	{ModeEscapeGit, "a hostile model writes git's configuration, hooks and exclude entries for git on the host to run"},
 	{ModeHostileText, "a hostile model prints escape sequences, C1 controls and lines like Keel's, and asks to run a 2,000-character command"},
 	{ModePrimaryDown, "the primary model answers 503 on every call; the fallback model (gateway.fallbacks) answers"},
+	{ModeDelegate, "the first reply starts three sub-agents with delegate, each fixing the demo on its own; the answer follows their results"},
+	{ModeDelegateFail, "the first reply starts one sub-agent whose model refuses, so it fails; the parent is told and answers"},
+	{ModeDelegateLong, "the first reply starts two sub-agents that each run sleep 15 first: time to kill a worker or cancel one"},
 	{ModeUsageLimit, "the first model call gets 429 with Retry-After: 7200 once: a usage limit the session waits out on a timer (or escalates, when the reset is after its deadline)"},
 }
 

@@ -122,6 +122,12 @@ func decide(mode string, t transcript) reply {
 		return commandsReply(t, ex)
 	case ModeHostileText:
 		return hostileReply(ex)
+	case ModeDelegate:
+		return delegateReply(ex, "", DelegateCount)
+	case ModeDelegateFail:
+		return delegateReply(ex, ModeRefusal, 1)
+	case ModeDelegateLong:
+		return delegateReply(ex, ModeLongCommand, 2)
 	}
 	if IsEscapeClass(mode) {
 		return escapeReply(t, ex, mode)

@@ -436,3 +436,46 @@ func finishedScript(user message, out string) []message {
 	}
 	return msgs
 }
+
+// TestDelegateModes: the delegate modes start their sub-agents in the first reply, each task
+// carrying the child's mode, and answer once every result is back; a sub-agent's own requests
+// follow its task's mode.
+func TestDelegateModes(t *testing.T) {
+	cases := []struct {
+		mode      string
+		n         int
+		childMode string
+	}{
+		{ModeDelegate, DelegateCount, ""},
+		{ModeDelegateFail, 1, ModeRefusal},
+		{ModeDelegateLong, 2, ModeLongCommand},
+	}
+	for _, c := range cases {
+		t.Run(c.mode, func(t *testing.T) {
+			first := decide(c.mode, transcript{Messages: []message{{Role: "user", Text: WithMode("fix it", c.mode)}}})
+			if len(first.Calls) != c.n {
+				t.Fatalf("first reply has %d calls, want %d delegate calls", len(first.Calls), c.n)
+			}
+			msgs := []message{{Role: "user", Text: WithMode("fix it", c.mode)}, {Role: "assistant", Calls: first.Calls}}
+			for i, cl := range first.Calls {
+				if cl.Name != "delegate" {
+					t.Fatalf("call %d is %s, want delegate", i, cl.Name)
+				}
+				var args struct{ Task string }
+				if err := json.Unmarshal([]byte(cl.Args), &args); err != nil {
+					t.Fatal(err)
+				}
+				if got := (transcript{Messages: []message{{Role: "user", Text: args.Task}}}).mode(); got != c.childMode {
+					t.Errorf("sub-agent %d runs mode %q, want %q", i, got, c.childMode)
+				}
+				first.Calls[i].ID = fmt.Sprint("c", i)
+				msgs[1].Calls[i].ID = first.Calls[i].ID
+				msgs = append(msgs, message{Role: "tool", CallID: first.Calls[i].ID, Text: "The sub-agent finished."})
+			}
+			last := decide(c.mode, transcript{Messages: msgs})
+			if !last.final() {
+				t.Fatalf("after every result the reply has calls %v, want the answer", last.Calls)
+			}
+		})
+	}
+}

@@ -76,6 +76,7 @@ func Rows() []Row {
 			},
 		},
 	}...)
+	rows = append(rows, delegateRows()...)
 	return append(rows, sandboxRows()...)
 }
 
@@ -88,6 +89,28 @@ func gatewayRows() []Row {
 		rows[i] = gateway(f.Mode, providers[i%len(providers)], f.Status, f.Attempts)
 	}
 	return rows
+}
+
+// delegateRows are the sub-agent rows: a sub-agent that fails is feedback its parent carries on
+// from, and sub-agents that together cross their parent's token limit stop the whole tree, the
+// summary naming the sub-agent whose charge crossed it.
+func delegateRows() []Row {
+	return []Row{
+		{
+			Name: "delegate child_fails", Args: []string{"--inject", fakegw.ModeDelegateFail}, Status: contract.StatusCompleted,
+			Check: sawText(contract.EventToolResult, "failed"),
+		},
+		{
+			Name: "delegate over_budget", Args: []string{"--inject", fakegw.ModeDelegate, "--max-tokens", "5000"},
+			Status: contract.StatusLimit, Code: 3, Limit: contract.LimitTokens,
+			Check: func(_ []contract.Event, s contract.Summary) error {
+				if !strings.Contains(s.Reason, "/sub-") {
+					return fmt.Errorf("the summary %q names no sub-agent", s.Reason)
+				}
+				return nil
+			},
+		},
+	}
 }
 
 // steerText is the message the steering row sends while a command runs.

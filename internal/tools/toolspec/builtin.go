@@ -18,6 +18,7 @@ const (
 	ListDir    = "list_dir"
 	Search     = "search"
 	RunCommand = "run_command"
+	Delegate   = "delegate"
 )
 
 // Tool is one built-in tool: the one place its name, description, arguments and advice are
@@ -82,6 +83,16 @@ type RunCommandArgs struct {
 	TimeoutSeconds int    `json:"timeout_seconds,omitempty" min:"1" jsonschema:"stop the command after this many seconds; the configured limit applies when it is smaller"`
 }
 
+// DelegateArgs are delegate's arguments: one sub-agent's task and what it may use. The workflow
+// runs the call (it starts a child session), so no tool code decodes them outside it.
+type DelegateArgs struct {
+	Task      string `json:"task" min:"1" jsonschema:"the sub-agent's whole task, with everything it needs to know: it does not see this conversation" example:"Make the tests in ./calc pass"`
+	Tools     string `json:"tools,omitempty" jsonschema:"the names of the tools the sub-agent may use, from your own, separated by commas; all of yours when omitted" example:"read_file,run_command"`
+	Model     string `json:"model,omitempty" jsonschema:"the model the sub-agent runs on; yours when omitted"`
+	MaxTurns  int    `json:"max_turns,omitempty" min:"1" jsonschema:"the most turns the sub-agent may take; it never gets more than you have left"`
+	MaxTokens int    `json:"max_tokens,omitempty" min:"1" jsonschema:"the most tokens the sub-agent may use; it never gets more than you have left"`
+}
+
 // tools are the built-in tools, in the order the model is offered them. Changing a row's
 // description or arguments changes the tool set's digest: TestReleasedSets then asks for the new
 // set to be written next to the old ones, which running sessions keep.
@@ -131,6 +142,15 @@ var tools = []Tool{
 		Interrupted: func(string) string {
 			return "The command may have run in part and changed files; list the directory or read the files it works on before running it again."
 		},
+	},
+	{
+		// Last, so a session that may not delegate is offered the set before it, a released one.
+		Name: Delegate,
+		Description: "Start a sub-agent: a separate session that works on the given task with a subset of your tools in the same " +
+			"work directory and returns its final answer as this call's result. Several delegate calls in one reply run at " +
+			"the same time; give them parts of the work that do not touch the same files. Its spending counts against your limits.",
+		Args:    DelegateArgs{},
+		Summary: []string{"task"},
 	},
 }
 
