@@ -14,10 +14,6 @@ import (
 	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
-// versionDelegate marks turns that run a delegate call as a child session. It is asked only when
-// a turn meets such a call, so turns without one record nothing.
-const versionDelegate = "delegate"
-
 // child is a sub-agent a turn started: its call, where its reply goes among the turn's
 // messages, and its session.
 type child struct {

@@ -39,4 +39,7 @@ const (
 	// versionGoal: a final answer of a session with a goal runs the goal's check. Only sessions
 	// with a goal ask, and only at their first final answer.
 	versionGoal = "goal"
+	// versionDelegate: a turn runs a delegate call as a child session. Asked only when a turn
+	// meets such a call, so turns without one record nothing.
+	versionDelegate = "delegate"
 )

@@ -27,6 +27,8 @@ func TestEveryMarkerHasItsFixtures(t *testing.T) {
 		// recorded on either path, so every one replays the old code by never reaching it.
 		{versionGoal, "plain-session", ""},
 		{versionStrictRetry, "plain-turn-1", ""},
+		// Reached only by a turn whose reply calls delegate.
+		{versionDelegate, "plain-turn-1", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.marker, func(t *testing.T) {
