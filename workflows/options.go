@@ -97,6 +97,19 @@ const versionToolLedger = "tool-ledger"
 // summary) instead of Completed when they did not complete.
 const versionTypedEnds = "typed-ends"
 
+// versionReviewChanges marks sessions whose summary lists the files they changed and those git
+// would not show (the ReviewChanges activity when the session ends).
+const versionReviewChanges = "review-changes"
+
+// reviewOptions give the change list a minute: it reads two manifests and runs git twice.
+func reviewOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		Summary:             "review changes",
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2},
+	}
+}
+
 func listToolsOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
