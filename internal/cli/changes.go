@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/keelrun/keel/internal/contract"
-	"github.com/keelrun/keel/internal/textfmt"
 )
 
 // maxShownChanges bounds the files the terminal's summary names besides those git would not
@@ -47,7 +46,7 @@ func changeLines(c *contract.Changes, ranTools bool) []string {
 		lines = append(lines, line)
 	}
 	if n := others + c.More; n > 0 {
-		lines = append(lines, fmt.Sprintf("  … and %s more (--output jsonl lists up to %d)", textfmt.Count(int64(n), "file"), contract.MaxListedChanges))
+		lines = append(lines, fmt.Sprintf("  … and %d more (--output jsonl lists up to %d)", n, contract.MaxListedChanges))
 	}
 	if c.Note != "" && (total > 0 || ranTools) {
 		lines = append(lines, "files: "+oneLineHarmless(c.Note))
