@@ -20,8 +20,8 @@ const hiddenInit = "zz_init.go"
 // session created and says git would not show it, and why.
 func TestNothingHiddenFromReview(t *testing.T) {
 	task := fakegw.CommandsTask("Leave the repository as it is.",
-		`printf 'package main\n\nfunc init() { println("hidden init ran") }\n' > `+hiddenInit,
-		`printf '%s\n.gitignore\n' `+hiddenInit+` > .gitignore`,
+		`sh -c 'printf "package main\n\nfunc init() { println(1) }\n" > `+hiddenInit+`'`,
+		`sh -c 'printf "`+hiddenInit+`\n.gitignore\n" > .gitignore'`,
 	)
 	repo := func(t *testing.T) string {
 		ws := t.TempDir()
