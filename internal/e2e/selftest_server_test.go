@@ -17,9 +17,9 @@ func TestSelftestRunsOnItsOwnServer(t *testing.T) {
 	environ := env.StarterEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	// The rows inherit the test's task queue (their demos add a suffix of their own): the
-	// sessions on the package's server on such a queue are the selftest's.
-	queue := envValue(environ, "KEEL_TEMPORAL_TASK_QUEUE")
+	// Each row runs on a task queue named for it (keel-selftest-ROW-..., a demo's suffix after
+	// it): the sessions on the package's server on such a queue are the selftest's.
+	const queue = "keel-selftest-limit-max-turns-"
 	since := time.Now().UTC().Add(-time.Minute).Format(time.RFC3339)
 	count := func() int {
 		t.Helper()
