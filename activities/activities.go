@@ -57,6 +57,7 @@ func (a *Activities) Register(w worker.ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.ReadToolLedger, activity.RegisterOptions{Name: contract.ToolLedgerActivity})
 	w.RegisterActivityWithOptions(a.NotifyEscalation, activity.RegisterOptions{Name: contract.NotifyActivity})
 	w.RegisterActivityWithOptions(a.ListTools, activity.RegisterOptions{Name: contract.ListToolsActivity})
+	w.RegisterActivityWithOptions(a.ReviewChanges, activity.RegisterOptions{Name: contract.ReviewChangesActivity})
 }
 
 // ListTools returns the tools a new session offers the model: the built-in ones, then those of the

@@ -79,6 +79,15 @@ func ledgerOptions() workflow.ActivityOptions {
 	}
 }
 
+// reviewOptions give the change list a minute: it reads two manifests and runs git twice.
+func reviewOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		Summary:             "review changes",
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2},
+	}
+}
+
 func listToolsOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,

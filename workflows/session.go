@@ -353,6 +353,7 @@ func (s *session) continueAsNew(ctx workflow.Context) error {
 func (s *session) finish(ctx workflow.Context, sum contract.Summary) (contract.Summary, error) {
 	sum.Transcript = &contract.Transcript{Head: s.state.Head, Pending: slices.Concat(s.state.Pending, s.state.Inbox)}
 	sum.Events = s.state.Events
+	sum.Changes = s.reviewChanges(ctx)
 	s.status = sum.Status
 	s.upsertSearch(ctx)
 	s.setDetails(ctx, fmt.Sprintf("%s after %s", sum.Status, textfmt.Count(int64(sum.Turns), "turn")))
@@ -364,6 +365,27 @@ func (s *session) finish(ctx workflow.Context, sum contract.Summary) (contract.S
 		return sum, nil
 	}
 	return sum, contract.EndError(sum)
+}
+
+// reviewChanges lists what the session created, changed and deleted in its work directory and
+// which of those files git would not show (the ReviewChanges activity), for the summary. It
+// runs also when the session was cancelled, and a failure leaves the summary without the list
+// rather than failing the session. Sessions whose histories predate it (version
+// DefaultVersion) end as they did.
+func (s *session) reviewChanges(ctx workflow.Context) *contract.Changes {
+	if s.in.Workdir == "" || workflow.GetVersion(ctx, versionReviewChanges, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	actx := workflow.WithActivityOptions(dctx, reviewOptions())
+	var ch contract.Changes
+	req := contract.ReviewRequest{SessionID: workflow.GetInfo(ctx).WorkflowExecution.ID, Workdir: s.in.Workdir}
+	if err := workflow.ExecuteActivity(actx, contract.ReviewChangesActivity, req).Get(actx, &ch); err != nil {
+		workflow.GetLogger(ctx).Warn("listing the session's changes to its work directory", "error", err)
+		return &contract.Changes{Note: "the files the session changed could not be listed"}
+	}
+	return &ch
 }
 
 // addEvent keeps one session-level event, stamped with the session's ID and the workflow's time

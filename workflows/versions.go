@@ -42,4 +42,7 @@ const (
 	// versionDelegate: a turn runs a delegate call as a child session. Asked only when a turn
 	// meets such a call, so turns without one record nothing.
 	versionDelegate = "delegate"
+	// versionReviewChanges: an ending session's summary lists the files it changed and those git
+	// would not show (the ReviewChanges activity). Asked once, when a session ends.
+	versionReviewChanges = "review-changes"
 )

@@ -29,6 +29,8 @@ func TestEveryMarkerHasItsFixtures(t *testing.T) {
 		{versionStrictRetry, "plain-turn-1", ""},
 		// Reached only by a turn whose reply calls delegate.
 		{versionDelegate, "plain-turn-1", ""},
+		// Asked when a session ends; no history recorded since.
+		{versionReviewChanges, "plain-session", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.marker, func(t *testing.T) {

@@ -104,6 +104,10 @@ func newWorld(t *testing.T, script ...reply) *world {
 	env.RegisterActivityWithOptions(compact, activity.RegisterOptions{Name: contract.CompactActivity})
 	env.RegisterActivityWithOptions(func(context.Context) ([]contract.ToolSpec, error) { return toolspec.Builtin(), nil },
 		activity.RegisterOptions{Name: contract.ListToolsActivity})
+	env.RegisterActivityWithOptions(func(context.Context, contract.ReviewRequest) (contract.Changes, error) {
+		return contract.Changes{}, nil
+	},
+		activity.RegisterOptions{Name: contract.ReviewChangesActivity})
 
 	// The mocks delegate to the same functions; they exist so that a call can take time on the
 	// workflow clock (which the test environment skips) instead of on the wall clock.
@@ -111,8 +115,8 @@ func newWorld(t *testing.T, script ...reply) *world {
 	env.OnActivity(contract.CompactActivity, mock.Anything, mock.Anything).AfterFn(func() time.Duration { return w.compactDelay }).Return(compact).Maybe()
 	env.OnActivity(contract.RunToolActivity, mock.Anything, mock.Anything).AfterFn(func() time.Duration { return w.toolDelay }).Return(w.runTool).Maybe()
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
-		if info.ActivityType.Name == contract.ListToolsActivity {
-			return // once per session, before the first turn: not part of what the tests compare
+		if info.ActivityType.Name == contract.ListToolsActivity || info.ActivityType.Name == contract.ReviewChangesActivity {
+			return // once per session, before the first turn or at its end: not part of what the tests compare
 		}
 		w.mu.Lock()
 		defer w.mu.Unlock()

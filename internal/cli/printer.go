@@ -213,6 +213,9 @@ func (t *textPrinter) summary(s contract.Summary) {
 	if s.Reason != "" {
 		t.line("reason: " + indent(sanitize(s.Reason)))
 	}
+	for _, l := range changeLines(s.Changes, s.ToolCalls > 0) {
+		t.line(l)
+	}
 }
 
 // jsonPrinter writes one JSON object per event and closes with the summary. Every line carries

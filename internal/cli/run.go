@@ -16,6 +16,7 @@ import (
 	"github.com/keelrun/keel/internal/app"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/devkit/devserver"
 	"github.com/keelrun/keel/internal/devkit/devstack"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
 	"github.com/keelrun/keel/internal/tools/sandbox"
@@ -238,6 +239,9 @@ func devCmd(g *globals) *cobra.Command {
 			}
 			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer cancel()
+			// A server that already answers is reused (devstack.Start): then this process only
+			// adds a worker to the stack that runs there, and says so instead of "ready".
+			joined := devserver.Answering(cfg.Temporal.Address)
 			stop, err := startDevWorker(ctx, g, cfg)
 			if err != nil {
 				return err
@@ -250,15 +254,40 @@ func devCmd(g *globals) *cobra.Command {
 				}
 				defer stopCodec()
 			}
-			fmt.Fprintf(g.stdout, "keel: dev stack ready: Temporal %s, Web UI %s, task queue %s. Ctrl+C stops it.\n",
-				cfg.Temporal.Address, cfg.Temporal.UIURL, cfg.Temporal.TaskQueue)
+			fmt.Fprintln(g.stdout, devReadyLine(cfg, joined))
+			fmt.Fprintln(g.stdout, devModelLine(cfg))
 			<-ctx.Done()
-			fmt.Fprintln(g.stdout, "keel: stopping the dev stack")
+			if joined {
+				fmt.Fprintln(g.stdout, "keel: stopping this worker; the stack it joined goes on")
+			} else {
+				fmt.Fprintln(g.stdout, "keel: stopping the dev stack")
+			}
 			return nil
 		},
 	}
 	addLimitFlags(cmd)
 	return cmd
+}
+
+// devReadyLine is what `starter dev` says once its worker polls: a stack of its own is ready,
+// or, when a Temporal server already answered on the address, that it only added a worker to
+// the stack running there (a second `starter dev`).
+func devReadyLine(cfg config.Config, joined bool) string {
+	if joined {
+		return fmt.Sprintf("keel: a Temporal server already answers on %s, so this adds a worker to the stack that runs there "+
+			"(task queue %s, Web UI %s) instead of starting a stack of its own. Ctrl+C stops this worker only.",
+			cfg.Temporal.Address, cfg.Temporal.TaskQueue, cfg.Temporal.UIURL)
+	}
+	return fmt.Sprintf("keel: dev stack ready: Temporal %s, Web UI %s, task queue %s. Ctrl+C stops it.",
+		cfg.Temporal.Address, cfg.Temporal.UIURL, cfg.Temporal.TaskQueue)
+}
+
+// devModelLine says which provider and model the dev worker serves: the fake gateway's scripted
+// model, which answers only sessions that ask for it (run --dev, demo, gateway.fake).
+func devModelLine(cfg config.Config) string {
+	return fmt.Sprintf("keel: model: provider %s, model %s, answered by the fake gateway's scripted model "+
+		"(gateway.fake): it serves only sessions that ask for the scripted model (starter run --dev, starter demo)",
+		cfg.Gateway.Provider, cfg.Gateway.Model)
 }
 
 func gatewayCmd(g *globals) *cobra.Command {

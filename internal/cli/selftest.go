@@ -2,8 +2,10 @@ package cli
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,9 +15,20 @@ import (
 	"github.com/keelrun/keel/internal/devkit/selftest"
 )
 
+// freeLoopbackPort is a port on 127.0.0.1 nothing listens on now.
+func freeLoopbackPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port for the self-test's dev server: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
 func selftestCmd(g *globals) *cobra.Command {
 	var parallel int
 	var only string
+	var sharedServer bool
 	cmd := &cobra.Command{
 		Use:   "selftest",
 		Short: "Run every fault-matrix row (gateway, tools, limits, cancellation), each in a fresh process",
@@ -26,6 +39,22 @@ func selftestCmd(g *globals) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
+			if !sharedServer {
+				// Its ~30 sessions would flood the list of the user's own server: by default
+				// the rows run on a headless dev server of their own, in memory, gone at the end.
+				port, err := freeLoopbackPort()
+				if err != nil {
+					return err
+				}
+				tmp, err := os.MkdirTemp("", "keel-selftest-*")
+				if err != nil {
+					return fmt.Errorf("creating the self-test's own folder: %w", err)
+				}
+				defer os.RemoveAll(tmp)
+				cfg.Temporal.Address = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+				cfg.Dev.StateDir, cfg.Dev.UIPort, cfg.Dev.MetricsPort = tmp, 0, 0
+				fmt.Fprintf(g.stderr, "keel: the self-test runs on a dev server of its own (%s); --shared-server runs it on the configured one\n", cfg.Temporal.Address)
+			}
 			stack, err := devstack.Start(ctx, cfg, g.stderr)
 			if err != nil {
 				return err
@@ -49,6 +78,8 @@ func selftestCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&sharedServer, "shared-server", false,
+		"run the rows on the configured Temporal server (temporal.address; one is started there if none answers) instead of a dev server of their own")
 	cmd.Flags().IntVar(&parallel, "parallel", 4, "rows run at the same time")
 	cmd.Flags().StringVar(&only, "only", "", "run only the rows whose name contains this text (for example steer)")
 	return cmd

@@ -164,6 +164,10 @@ type Summary struct {
 	Waits       int              `json:"waits,omitempty"`
 	WaitedMS    int64            `json:"waited_ms,omitempty"`
 	ModelTokens map[string]int64 `json:"model_tokens,omitempty"`
+	// Changes are the files the session created, changed or deleted in its work directory, and
+	// which of them git would not show; nil when the session has no work directory or ended
+	// before Keel listed them.
+	Changes *Changes `json:"changes,omitempty"`
 	// Transcript and Events let `starter watch`, `fork` and Slack's status read an ended session
 	// from its history and the store, with no worker to answer a query. The starter does not print
 	// them in the summary line.

@@ -18,8 +18,15 @@ import (
 func TestDevStackServesOnlyItsOwn(t *testing.T) {
 	shared := env.StarterEnv(t)
 	dev := startLiveEnv(t, shared, "dev")
-	if !waitFor(60*time.Second, func() bool { return strings.Contains(dev.stdout.String(), "dev stack ready") }) {
+	if !waitFor(60*time.Second, func() bool { return strings.Contains(dev.stdout.String(), "keel: model: ") }) {
 		t.Fatalf("starter dev did not come up: %s", dev.stderr.String())
+	}
+	// A server already answers (the package's), so this starter dev only adds a worker, and
+	// says so instead of "ready"; it names the model it serves.
+	if out := dev.stdout.String(); strings.Contains(out, "dev stack ready") ||
+		!strings.Contains(out, "so this adds a worker to the stack that runs there") ||
+		!strings.Contains(out, "keel: model: provider openai, model ") {
+		t.Errorf("starter dev beside a running server does not say it joins it, or which model it serves:\n%s", out)
 	}
 	const nowhere = "http://127.0.0.1:1/v1"
 

@@ -24,7 +24,7 @@ import (
 func TestWatchForkAttemptsJobs(t *testing.T) {
 	shared := env.StarterEnv(t, "KEEL_TOOLS_COMMAND_TIMEOUT=4s")
 	dev := startLiveEnv(t, shared, "dev")
-	if !waitFor(60*time.Second, func() bool { return strings.Contains(dev.stdout.String(), "dev stack ready") }) {
+	if !waitFor(60*time.Second, func() bool { return strings.Contains(dev.stdout.String(), "keel: model: ") }) {
 		t.Fatalf("starter dev did not come up: %s", dev.stderr.String())
 	}
 

@@ -58,6 +58,7 @@ func resultBody(r jobRef, sum contract.Summary, ended error) string {
 			b.WriteString("\n\n")
 			b.WriteString(clip(sum.Answer, maxAnswer))
 		}
+		b.WriteString(changesBlock(sum.Changes))
 	}
 	fmt.Fprintf(&b, "\n\nSession `%s`.\n\n%s", r.WorkflowID, JobMarker(r.WorkflowID))
 	// The answer and the reason quote the model: no control or bidi character reaches the comment.

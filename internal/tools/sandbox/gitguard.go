@@ -36,8 +36,9 @@ const (
 // GitDirs lists the git folders of the repository whose work tree is root (an absolute, resolved
 // path), as resolved paths inside root: root/.git when it is a folder, the folder a .git file
 // (gitdir: ...) or a .git link names when that lies inside root, and below each, the git
-// folders of its submodules (modules/NAME, nested). A git folder outside root is not in any
-// sandbox's view, and nothing of the model's reaches it.
+// folders of its submodules (modules/NAME, nested), and the git folder of each submodule the
+// index records (a gitlink) whose .git lies inside root. A git folder outside root is not in
+// any sandbox's view, and nothing of the model's reaches it.
 func GitDirs(root string) []string {
 	top := gitDirOf(root)
 	if top == "" {
@@ -74,20 +75,51 @@ func GitDirs(root string) []string {
 	for i := 0; i < len(out); i++ {
 		walk(filepath.Join(out[i], "modules"), 0)
 	}
+	// The git folders of the submodules the index records, wherever their .git names them
+	// inside root: git status looks into each with its own configuration.
+	for _, wt := range gitlinkTrees(root, top) {
+		if d := gitDirAt(root, wt); d != "" && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
 	return out
 }
 
+// gitlinkTrees are the work trees, inside root, of the submodules the index of the git folder
+// top records; a path that would leave root is not one.
+func gitlinkTrees(root, top string) []string {
+	var trees []string
+	for _, p := range Gitlinks(filepath.Join(top, "index")) {
+		clean := filepath.Clean(filepath.FromSlash(p))
+		if filepath.IsAbs(clean) || clean == "." || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+			continue
+		}
+		wt := filepath.Join(root, clean)
+		// No link on the way: what is bound there must be in root.
+		if r, err := filepath.EvalSymlinks(wt); err != nil || r != wt {
+			continue
+		}
+		trees = append(trees, wt)
+	}
+	return trees
+}
+
 // gitDirOf is the git folder root/.git stands for when it lies inside root, or "".
-func gitDirOf(root string) string {
-	dotgit := filepath.Join(root, ".git")
+func gitDirOf(root string) string { return gitDirAt(root, root) }
+
+// gitDirAt is the git folder wt/.git stands for when it lies inside root (and is not root), or "".
+func gitDirAt(root, wt string) string {
+	dotgit := filepath.Join(wt, ".git")
 	info, err := os.Lstat(dotgit)
 	if err != nil {
 		return ""
 	}
 	var dir string
 	switch {
-	case info.IsDir():
+	case info.IsDir() && wt == root:
 		return dotgit
+	case info.IsDir():
+		dir = dotgit
 	case info.Mode()&fs.ModeSymlink != 0:
 		dir = dotgit
 	case info.Mode().IsRegular() && info.Size() < 4096:
@@ -102,7 +134,7 @@ func gitDirOf(root string) string {
 		}
 		dir = strings.TrimSpace(p)
 		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(root, dir)
+			dir = filepath.Join(wt, dir)
 		}
 	default:
 		return ""
@@ -149,8 +181,19 @@ func guardGit(root string) *gitGuard {
 	g := &gitGuard{root: root, dirs: GitDirs(root)}
 	dotgit := filepath.Join(root, ".git")
 	g.note(dotgit)
+	// A submodule's .git file (or link) is bound read-only over itself, like the top one, so its
+	// gitdir: line cannot be pointed at a folder of the model's. One that does not exist yet is
+	// left to the command (git submodule update writes it); the folder it names is looked at
+	// after the command, as a new git folder.
+	if len(g.dirs) > 0 {
+		for _, wt := range gitlinkTrees(root, g.dirs[0]) {
+			if info, err := os.Lstat(filepath.Join(wt, ".git")); err == nil && !info.IsDir() {
+				g.note(filepath.Join(wt, ".git"))
+			}
+		}
+	}
 	for _, d := range g.dirs {
-		if d != dotgit {
+		if d != dotgit && !slices.ContainsFunc(g.entries, func(e gitEntry) bool { return e.path == d }) {
 			g.note(d)
 		}
 		for _, name := range GitControl {

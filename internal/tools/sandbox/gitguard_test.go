@@ -96,6 +96,37 @@ func TestGitControlFilesReadOnly(t *testing.T) {
 			t.Fatalf("the new repository's commit is gone: %v %s", err, out)
 		}
 	})
+	t.Run("a repository git-added as a submodule loses its control files", func(t *testing.T) {
+		dir := gitRepo(t)
+		_, rep := run(t, Config{}, dir, gitEnv, "sh", "-c",
+			`git init -q sub && git -C sub config core.fsmonitor 'touch /tmp/x' && git -C sub commit -q --allow-empty -m s && git add sub`)
+		if rep.Code != 0 || !slices.Contains(rep.GitUndone, "sub/.git/config") {
+			t.Fatalf("code %d, undone %q", rep.Code, rep.GitUndone)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, "sub", ".git", "config")); err == nil {
+			t.Fatal("sub/.git/config is there after the command")
+		}
+	})
+	t.Run("a submodule's .git file repointed", func(t *testing.T) {
+		dir := gitRepo(t)
+		if err := os.MkdirAll(filepath.Join(dir, ".git", "modules"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{
+			{"-C", dir, "init", "-q", "--separate-git-dir", filepath.Join(dir, ".git", "modules", "lib"), "lib"},
+			{"-C", filepath.Join(dir, "lib"), "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "lib"},
+			{"-C", dir, "add", "lib"},
+		} {
+			if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+				t.Fatalf("git %v: %v\n%s", args, err, out)
+			}
+		}
+		before, _ := os.ReadFile(filepath.Join(dir, "lib", ".git"))
+		_, rep := run(t, Config{}, dir, gitEnv, "sh", "-c", `mkdir -p evil && echo 'gitdir: ../evil' > lib/.git; echo '[core] fsmonitor = x' >> .git/modules/lib/config; rm -f lib/.git`)
+		if now, _ := os.ReadFile(filepath.Join(dir, "lib", ".git")); string(now) != string(before) {
+			t.Fatalf("lib/.git changed (code %d): %q", rep.Code, now)
+		}
+	})
 	t.Run("a .git link replaced", func(t *testing.T) {
 		dir := gitRepo(t)
 		if err := os.Rename(filepath.Join(dir, ".git"), filepath.Join(dir, "store")); err != nil {

@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/keelrun/keel/internal/contract"
+)
+
+// TestChangeLines: the summary names hidden files with why, on one line each and harmless, and
+// says how many it leaves out.
+func TestChangeLines(t *testing.T) {
+	c := &contract.Changes{
+		Files: []contract.FileChange{
+			{Path: "zz_init.go", Change: contract.FileCreated, Hidden: "ignored by .gitignore:1: zz_init.go"},
+			{Path: "a\x1b[2Jb.go", Change: contract.FileChanged, Hidden: "ignored by x\ny:1: *"},
+			{Path: "main.go", Change: contract.FileChanged},
+			{Path: "old.go", Change: contract.FileDeleted},
+		},
+		Created: 1, Changed: 2, Deleted: 1, Hidden: 2, More: 3,
+	}
+	got := strings.Join(changeLines(c, true), "\n")
+	want := strings.Join([]string{
+		"files: 1 created, 2 changed, 1 deleted · 2 hidden from git status",
+		"  + zz_init.go  (hidden from git status: ignored by .gitignore:1: zz_init.go)",
+		`  ~ a\x1b[2Jb.go  (hidden from git status: ignored by x\ny:1: *)`,
+		"  ~ main.go",
+		"  - old.go",
+		"  … and 3 more (--output jsonl lists up to 200)",
+	}, "\n")
+	if got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	if lines := changeLines(&contract.Changes{Note: "no snapshot"}, false); len(lines) != 0 {
+		t.Fatalf("a session that ran no tool gets %q", lines)
+	}
+	if lines := changeLines(&contract.Changes{Note: "no snapshot"}, true); len(lines) != 1 || lines[0] != "files: no snapshot" {
+		t.Fatalf("the note: %q", lines)
+	}
+}
