@@ -54,6 +54,10 @@ type textPrinter struct {
 	turn int
 	// workdir is the session's work directory, for the diff under a write (callDiff).
 	workdir string
+	// diffed are the calls whose diff is on screen already (at their approval prompt).
+	diffed map[string]bool
+	// replay are the diffs of the calls of a replayed transcript, by call ID (replayDiffs).
+	replay map[string]string
 }
 
 // showWorkdir tells a text printer the session's work directory, so a write shows what it
@@ -97,8 +101,26 @@ func (t *textPrinter) event(e contract.Event) {
 		// A running command's output: the status region shows its tail; the result has it all.
 	case contract.EventToolCall:
 		t.line(fmt.Sprintf("→ %s %s", sanitize(e.Tool), sanitize(clip(e.Arguments, 160))))
+		if t.diffed[e.CallID] {
+			break
+		}
 		if d := callDiff(t.workdir, e.Tool, e.Arguments); d != "" {
 			t.line(sanitize(d))
+		}
+	case contract.EventApproval:
+		t.line(fmt.Sprintf("• %s: %s", e.Event, indent(sanitize(e.Text))))
+		if _, replayed := t.replay[e.CallID]; replayed || e.CallID == "" {
+			// An earlier turn's call: its result shows what it changed, against the files as
+			// they were then.
+			break
+		}
+		// The call has not run: what it would change, against the file as it is now.
+		if d := callDiff(t.workdir, e.Tool, e.Arguments); d != "" {
+			t.line(sanitize(d))
+			if t.diffed == nil {
+				t.diffed = map[string]bool{}
+			}
+			t.diffed[e.CallID] = true
 		}
 	case contract.EventToolResult:
 		if e.IsError || tools.CommandFailed(e.Text) {
@@ -110,6 +132,9 @@ func (t *textPrinter) event(e contract.Event) {
 		switch {
 		case e.Class == contract.RoleTool:
 			t.line(fmt.Sprintf("  [%s result] %s", sanitize(e.Tool), firstLines(sanitize(e.Text), 3)))
+			if d := t.replay[e.CallID]; d != "" && !e.IsError {
+				t.line(sanitize(d))
+			}
 		case e.Arguments != "":
 			t.line(fmt.Sprintf("[%s] %s → %s", e.Class, indent(sanitize(e.Text)), sanitize(clip(e.Arguments, 160))))
 		default:
