@@ -101,3 +101,52 @@ func TestCompletionOffersSessionIDs(t *testing.T) {
 		})
 	})
 }
+
+// TestApprovalAndWatchShowDiffs: at the terminal, the approval prompt of the demo's write of
+// calc.go shows the buggy line going and the fixed one coming before the person says yes; a
+// later `starter watch` of the ended session shows the same diff under the write's result,
+// compared with calc.go as it was before that turn (it is fixed now).
+func TestApprovalAndWatchShowDiffs(t *testing.T) {
+	environ := env.StarterEnv(t, "KEEL_TOOLS_APPROVAL=writes", "KEEL_GATEWAY_FAKE=true")
+	s := startShell(t, environ)
+	s.typeLine(starter + ` demo; echo "exit=$?"`)
+	wid := s.sessionStarted(t)
+	// Every call that writes asks; approve each until the write of calc.go asks.
+	approved := 0
+	var sc string
+	if !waitFor(3*time.Minute, func() bool {
+		sc = s.screen()
+		if strings.Contains(sc, "approve write_file") || strings.Contains(sc, "approve edit_file") {
+			return true
+		}
+		if n := strings.Count(sc, "[y]es / [n]o"); n > approved {
+			approved = n
+			s.key("y")
+		}
+		return false
+	}) {
+		t.Fatalf("no approval of the write of calc.go:\n%s", sc)
+	}
+	sc = s.waitText(10*time.Second, "[y]es / [n]o")
+	ask := strings.LastIndex(sc, "approve ")
+	gone, came := strings.LastIndex(sc, "- "+demo.BuggyLine), strings.LastIndex(sc, "+ "+demo.FixedLine)
+	if gone < 0 || came < 0 || came > ask {
+		t.Fatalf("the approval prompt shows no diff of calc.go above it:\n%s", sc)
+	}
+	s.key("y")
+	if code := s.waitExit(3 * time.Minute); code != "0" {
+		t.Fatalf("the demo exited %s:\n%s", code, s.screen())
+	}
+
+	w := startShell(t, environ)
+	w.typeLine(starter + " watch " + wid + `; echo "exit=$?"`)
+	w.waitExit(60 * time.Second)
+	sc = w.screen()
+	result := strings.Index(sc, "[write_file result]")
+	if result < 0 {
+		result = strings.Index(sc, "[edit_file result]")
+	}
+	if result < 0 || !strings.Contains(sc[result:], "- "+demo.BuggyLine) || !strings.Contains(sc[result:], "+ "+demo.FixedLine) {
+		t.Fatalf("watch's replay shows no diff of calc.go under the write's result:\n%s", sc)
+	}
+}
