@@ -97,6 +97,10 @@ const versionToolLedger = "tool-ledger"
 // summary) instead of Completed when they did not complete.
 const versionTypedEnds = "typed-ends"
 
+// versionDenyReason: a denied call's feedback carries the reason the person gave. Asked only when
+// a decision has a reason, which no turn from before it had.
+const versionDenyReason = "deny-reason"
+
 func listToolsOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
