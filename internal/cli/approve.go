@@ -11,6 +11,7 @@ import (
 
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/session"
+	"github.com/keelrun/keel/internal/textfmt"
 )
 
 func approveCmd(g *globals) *cobra.Command {
@@ -76,7 +77,7 @@ func showCall(ctx context.Context, g *globals, c session.Client, workflowID, cal
 	case a == nil:
 		return &exitError{code: ExitFailure, err: fmt.Errorf("session %s has no tool call waiting for approval", workflowID)}
 	case callID != "" && a.CallID != callID:
-		return &exitError{code: ExitFailure, err: fmt.Errorf("call %s of session %s is not waiting for approval (call %s is)", callID, workflowID, a.CallID)}
+		return &exitError{code: ExitFailure, err: fmt.Errorf("%s of session %s is not waiting for approval (%s is)", textfmt.Call(callID), workflowID, textfmt.Call(a.CallID))}
 	}
 	fmt.Fprintf(g.stdout, "tool: %s\ncall: %s\ndigest: %s\narguments (%d bytes):\n%s\n", a.Tool, sanitize(a.CallID), a.Digest, len(a.Arguments), sanitize(a.Arguments))
 	return nil
