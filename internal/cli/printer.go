@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keelrun/keel/escalation"
+	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/textfmt"
 	"github.com/keelrun/keel/internal/tools"
@@ -58,6 +59,17 @@ type textPrinter struct {
 	diffed map[string]bool
 	// replay are the diffs of the calls of a replayed transcript, by call ID (replayDiffs).
 	replay map[string]string
+	// prices are what tokens cost (gateway.price.*), for the cost in the summary.
+	prices config.Prices
+}
+
+// showPrices tells a text printer what tokens cost, so the summary shows the session's cost.
+func showPrices(p printer, cfg config.Config) {
+	if t, ok := p.(*textPrinter); ok {
+		t.mu.Lock()
+		t.prices = cfg.Gateway.Price
+		t.mu.Unlock()
+	}
 }
 
 // showWorkdir tells a text printer the session's work directory, so a write shows what it
@@ -226,6 +238,9 @@ func (t *textPrinter) summary(s contract.Summary) {
 	t.line(fmt.Sprintf("\n%s · %s · %s (%d blocked) · %s · model calls %d, attempts %d",
 		s.Status, textfmt.Count(int64(s.Turns), "turn"), textfmt.Count(int64(s.ToolCalls), "tool call"), s.BlockedCalls,
 		textfmt.Count(s.Tokens, "token"), s.GatewayCalls, s.GatewayAttempts))
+	if cost, ok := t.prices.Cost(s.Usage.InputTokens, s.Usage.OutputTokens); ok {
+		t.line(fmt.Sprintf("cost %s at gateway.price (%s in, %s out)", money(cost), textfmt.Count(s.Usage.InputTokens, "token"), textfmt.Count(s.Usage.OutputTokens, "token")))
+	}
 	if s.Compactions > 0 {
 		t.line(fmt.Sprintf("compacted %s (%s of the tokens)", textfmt.Count(int64(s.Compactions), "time"), textfmt.Count(s.CompactionTokens, "token")))
 	}
@@ -238,6 +253,14 @@ func (t *textPrinter) summary(s contract.Summary) {
 	if s.Reason != "" {
 		t.line("reason: " + indent(sanitize(s.Reason)))
 	}
+}
+
+// money writes an amount with the digits that matter: two decimals from 1 up, four below.
+func money(v float64) string {
+	if v >= 1 {
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.4f", v)
 }
 
 // jsonPrinter writes one JSON object per event and closes with the summary. Every line carries

@@ -40,6 +40,7 @@ func watchCmd(g *globals) *cobra.Command {
 				}
 				wid := args[0]
 				nameSession(p, wid)
+				showPrices(p, cfg)
 				sc := session.Client{Temporal: c}
 				if sum, ended, err := sc.Ended(ctx, wid); err != nil {
 					return err
