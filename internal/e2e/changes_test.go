@@ -61,6 +61,10 @@ func TestDiffAndUndo(t *testing.T) {
 	}
 }
 
+// bashCompletion is the library cobra's bash completion script calls (bash-completion's), which
+// an interactive bash on Debian loads from /etc/bash.bashrc; the test's bash reads no rc file.
+const bashCompletion = "/usr/share/bash-completion/bash_completion"
+
 // TestCompletionOffersSessionIDs: with the starter's bash completion loaded, Tab after `starter
 // watch` offers the session's ID (not the files of the current directory), and so does zsh's.
 func TestCompletionOffersSessionIDs(t *testing.T) {
@@ -83,7 +87,7 @@ func TestCompletionOffersSessionIDs(t *testing.T) {
 	path := "PATH=" + filepath.Dir(starter) + ":$PATH"
 	t.Run("bash", func(t *testing.T) {
 		s := startShell(t, environ)
-		s.typeLine("cd " + dir + " && export " + path + " && source <(starter completion bash)")
+		s.typeLine("cd " + dir + " && export " + path + " && source " + bashCompletion + " && source <(starter completion bash)")
 		s.tmux("send-keys", "-l", "starter watch "+prefix)
 		s.key("Tab")
 		s.waitScreen(20*time.Second, "the session's ID completed", func(sc string) bool {
