@@ -137,8 +137,21 @@ func TestApprovalAndWatchShowDiffs(t *testing.T) {
 	if gone < 0 || came < 0 || came > ask {
 		t.Fatalf("the approval prompt shows no diff of calc.go above it:\n%s", sc)
 	}
-	s.key("y")
-	if code := s.waitExit(3 * time.Minute); code != "0" {
+	// Approve this call and every later one until the demo ends.
+	if !waitFor(3*time.Minute, func() bool {
+		sc = s.screen()
+		if exitLine.MatchString(sc) {
+			return true
+		}
+		if n := strings.Count(sc, "[y]es / [n]o"); n > approved {
+			approved = n
+			s.key("y")
+		}
+		return false
+	}) {
+		t.Fatalf("the demo did not end:\n%s", sc)
+	}
+	if code := s.waitExit(time.Second); code != "0" {
 		t.Fatalf("the demo exited %s:\n%s", code, s.screen())
 	}
 
