@@ -82,7 +82,8 @@ func TestDiffLinesBounded(t *testing.T) {
 
 // TestReplayDiffs: a replayed write is compared with the file as it was before its turn (or as an
 // earlier write of the same turn left it), not as it is now; a write whose earlier content is not
-// known shows no diff; an edit shows its old text against its new.
+// known shows no diff; an edit shows its old text against its new; a call with no result yet (it
+// waits for approval) has none here, its prompt shows it.
 func TestReplayDiffs(t *testing.T) {
 	args := func(v any) string { b, _ := json.Marshal(v); return string(b) }
 	reply := func(calls ...contract.ToolCall) contract.Message {
@@ -92,8 +93,11 @@ func TestReplayDiffs(t *testing.T) {
 		{Role: contract.RoleUser, Content: "fix it"},
 		reply(contract.ToolCall{ID: "c1", Name: "write_file", Arguments: args(map[string]string{"path": "calc.go", "content": "one\ntwo\n"})},
 			contract.ToolCall{ID: "c2", Name: "write_file", Arguments: args(map[string]string{"path": "calc.go", "content": "one\nthree\n"})}),
+		{Role: contract.RoleTool, ToolCallID: "c1"}, {Role: contract.RoleTool, ToolCallID: "c2"},
 		reply(contract.ToolCall{ID: "c3", Name: "write_file", Arguments: args(map[string]string{"path": "unknown.go", "content": "x\n"})},
-			contract.ToolCall{ID: "c4", Name: "edit_file", Arguments: args(map[string]string{"path": "calc.go", "old": "three", "new": "four"})}),
+			contract.ToolCall{ID: "c4", Name: "edit_file", Arguments: args(map[string]string{"path": "calc.go", "old": "three", "new": "four"})},
+			contract.ToolCall{ID: "c5", Name: "edit_file", Arguments: args(map[string]string{"path": "calc.go", "old": "four", "new": "five"})}),
+		{Role: contract.RoleTool, ToolCallID: "c3"}, {Role: contract.RoleTool, ToolCallID: "c4"},
 	}
 	before := func(turn int, path string) (string, bool) {
 		switch {
@@ -122,6 +126,9 @@ func TestReplayDiffs(t *testing.T) {
 	}
 	if d, ok := got["c3"]; ok {
 		t.Errorf("a write of a file whose earlier content is unknown has a diff: %q", d)
+	}
+	if d, ok := got["c5"]; ok {
+		t.Errorf("a call that has not run (it waits for approval) has a replayed diff: %q", d)
 	}
 }
 

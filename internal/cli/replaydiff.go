@@ -19,6 +19,21 @@ import (
 // Turns are counted as fork counts them.
 func replayDiffs(msgs []contract.Message, before func(turn int, path string) (string, bool)) map[string]string {
 	out := map[string]string{}
+	// Only calls that ran have a diff here: one still waiting for approval shows its diff
+	// against the file as it is now, at its prompt.
+	ran := map[string]bool{}
+	for _, m := range msgs {
+		if m.Role == contract.RoleTool {
+			ran[m.ToolCallID] = true
+		}
+	}
+	defer func() {
+		for id := range out {
+			if !ran[id] {
+				delete(out, id)
+			}
+		}
+	}()
 	turn := 0
 	var files map[string]string
 	for _, m := range msgs {
