@@ -48,7 +48,7 @@ func (a *Activities) ReviewChanges(ctx context.Context, req contract.ReviewReque
 	}
 	var present, deleted []string
 	for _, c := range changes {
-		if c.Kind == contract.FileDeleted {
+		if c.Kind() == contract.FileDeleted {
 			deleted = append(deleted, string(c.Path))
 		} else {
 			present = append(present, string(c.Path))
@@ -136,8 +136,8 @@ func changeList(changes []snapshot.Change, hidden map[string]string, note string
 	out := contract.Changes{Note: note}
 	files := make([]contract.FileChange, 0, len(changes))
 	for _, c := range changes {
-		f := contract.FileChange{Path: clipped(snapshot.Printable(string(c.Path))), Change: c.Kind, Hidden: clipped(hidden[string(c.Path)])}
-		switch c.Kind {
+		f := contract.FileChange{Path: clipped(snapshot.Printable(string(c.Path))), Change: c.Kind(), Hidden: clipped(hidden[string(c.Path)])}
+		switch c.Kind() {
 		case contract.FileCreated:
 			out.Created++
 		case contract.FileChanged:

@@ -35,10 +35,11 @@ func TestRoutineGitPath(t *testing.T) {
 // TestChangeList: hidden files come first and are never cut by the bound; every kind is counted.
 func TestChangeList(t *testing.T) {
 	var changes []snapshot.Change
+	file := snapshot.Entry{Mode: 0o644}
 	for i := range contract.MaxListedChanges + 10 {
-		changes = append(changes, snapshot.Change{Path: snapshot.Name(fmt.Sprintf("f%03d.go", i)), Kind: contract.FileCreated})
+		changes = append(changes, snapshot.Change{Path: snapshot.Name(fmt.Sprintf("f%03d.go", i)), After: &file})
 	}
-	changes = append(changes, snapshot.Change{Path: "zz\x1b[2J.go", Kind: contract.FileChanged}, snapshot.Change{Path: "gone.go", Kind: contract.FileDeleted})
+	changes = append(changes, snapshot.Change{Path: "zz\x1b[2J.go", Before: &file, After: &file}, snapshot.Change{Path: "gone.go", Before: &file})
 	got := changeList(changes, map[string]string{"zz\x1b[2J.go": "ignored by .gitignore:1: zz*"}, "")
 	if got.Created != contract.MaxListedChanges+10 || got.Changed != 1 || got.Deleted != 1 || got.Hidden != 1 || got.More != 12 {
 		t.Fatalf("counts %+v", got)

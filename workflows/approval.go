@@ -89,6 +89,8 @@ func (s *session) validateApproval(d contract.ApprovalDecision) error {
 		return fmt.Errorf("stale approval: call %q is not the one waiting (%s)", d.CallID, a.CallID)
 	case d.Digest != a.Digest:
 		return fmt.Errorf("mismatched approval: the digest does not match the arguments of call %s", a.CallID)
+	case len(d.Reason) > contract.MaxDenyReason:
+		return fmt.Errorf("the reason is %d bytes; at most %d reach the model", len(d.Reason), contract.MaxDenyReason)
 	}
 	return nil
 }

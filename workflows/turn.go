@@ -98,6 +98,9 @@ func (t *turn) resume(ctx workflow.Context) (contract.TurnResult, error) {
 		why := "a person declined it"
 		if d == nil || d.CallID != first.ID {
 			why = "no approval arrived before the deadline"
+		} else if d.Reason != "" && workflow.GetVersion(ctx, versionDenyReason, workflow.DefaultVersion, 1) == 1 {
+			// The marker only where a reason came: turns without one replay as they ran.
+			why = "a person declined it and said: " + d.Reason
 		}
 		t.reply(first, toolspec.ApprovalDeniedFeedback(first.Name, why), true)
 	} else if err := t.gateAndRun(ctx, first, spec); err != nil {

@@ -11,22 +11,29 @@ import (
 
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/session"
+	"github.com/keelrun/keel/internal/textfmt"
 )
 
 func approveCmd(g *globals) *cobra.Command {
-	var digest string
+	var digest, reason string
 	var deny, show bool
 	cmd := &cobra.Command{
-		Use:     "approve WORKFLOW_ID [CALL_ID] [--digest D] [--deny | --show]",
-		Example: "  starter approve " + exampleID + "\n  starter approve " + exampleID + " --deny\n  starter approve " + exampleID + " --show\n  (without CALL_ID and --digest: the call waiting now, printed first)",
+		Use:     "approve WORKFLOW_ID [CALL_ID] [--digest D] [--deny [--reason TEXT] | --show]",
+		Example: "  starter approve " + exampleID + "\n  starter approve " + exampleID + " --deny --reason \"edit calc.go, do not rewrite it\"\n  starter approve " + exampleID + " --show\n  (without CALL_ID and --digest: the call waiting now, printed first)",
 		Short:   "Approve (or deny) the tool call a session is waiting on",
 		Args:    cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if reason != "" && !deny {
+				return usageErr("--reason goes with --deny: it tells the model why the call was denied")
+			}
+			if len(reason) > contract.MaxDenyReason {
+				return usageErr("--reason is %d bytes; at most %d reach the model", len(reason), contract.MaxDenyReason)
+			}
 			return withClient(g, cmd, func(ctx context.Context, c client.Client) error {
 				if err := resolveArg(ctx, c, &args[0]); err != nil {
 					return err
 				}
-				d := contract.ApprovalDecision{Digest: digest, Approve: !deny, By: currentUser()}
+				d := contract.ApprovalDecision{Digest: digest, Approve: !deny, By: currentUser(), Reason: reason}
 				if len(args) == 2 {
 					d.CallID = args[1]
 				}
@@ -52,6 +59,7 @@ func approveCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&digest, "digest", "", "SHA-256 of the call's argument text, as the session shows it (default: the waiting call's)")
 	cmd.Flags().BoolVar(&deny, "deny", false, "deny the call instead")
+	cmd.Flags().StringVar(&reason, "reason", "", "with --deny: why not, or what to do instead; the model reads it")
 	cmd.Flags().BoolVar(&show, "show", false, "print the whole call waiting for approval, and decide nothing")
 	cmd.MarkFlagsMutuallyExclusive("deny", "show")
 	return cmd
@@ -69,7 +77,7 @@ func showCall(ctx context.Context, g *globals, c session.Client, workflowID, cal
 	case a == nil:
 		return &exitError{code: ExitFailure, err: fmt.Errorf("session %s has no tool call waiting for approval", workflowID)}
 	case callID != "" && a.CallID != callID:
-		return &exitError{code: ExitFailure, err: fmt.Errorf("call %s of session %s is not waiting for approval (call %s is)", callID, workflowID, a.CallID)}
+		return &exitError{code: ExitFailure, err: fmt.Errorf("%s of session %s is not waiting for approval (%s is)", textfmt.Call(callID), workflowID, textfmt.Call(a.CallID))}
 	}
 	fmt.Fprintf(g.stdout, "tool: %s\ncall: %s\ndigest: %s\narguments (%d bytes):\n%s\n", a.Tool, sanitize(a.CallID), a.Digest, len(a.Arguments), sanitize(a.Arguments))
 	return nil

@@ -85,7 +85,10 @@ func splitLines(s string) []string {
 
 // diffLines is a line diff of a and b (longest common subsequence), the changes with diffContext
 // unchanged lines around them, at most diffShown lines and then how many more.
-func diffLines(a, b []string) string {
+func diffLines(a, b []string) string { return diffLinesUpTo(a, b, diffShown) }
+
+// diffLinesUpTo is diffLines showing at most shown lines.
+func diffLinesUpTo(a, b []string, shown int) string {
 	if len(a) > diffMaxLine || len(b) > diffMaxLine {
 		return fmt.Sprintf("    (%d lines, %d before: too long to compare here)", len(b), len(a))
 	}
@@ -133,13 +136,14 @@ func diffLines(a, b []string) string {
 		}
 	}
 	var out []string
+	limit := shown
 	shown, hidden, gap := 0, 0, false
 	for k, l := range all {
 		if !keep[k] {
 			gap = true
 			continue
 		}
-		if shown == diffShown {
+		if shown == limit {
 			if l.mark != ' ' {
 				hidden++
 			}

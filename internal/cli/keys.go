@@ -120,7 +120,7 @@ func discardInput(fd int) {
 // swallowSecondKey.
 func (f *follower) keys(ctx context.Context, b []byte) {
 	before := f.m.State
-	if before == tui.Editing {
+	if before == tui.Editing || before == tui.Reasoning {
 		f.step(ctx, tui.EditInput{Bytes: b})
 	} else {
 		for _, k := range tui.SplitKeys(b) {
@@ -149,7 +149,7 @@ func (f *follower) step(ctx context.Context, ev tui.Event) {
 		case tui.SendCancel:
 			f.cancel(ctx, fx.Reason, fx.Second)
 		case tui.OpenEditor:
-			f.editor = tui.NewLineEditor(f.screen.Hold(), f.screen.Width(), tui.EditPrompt)
+			f.editor = tui.NewLineEditor(f.screen.Hold(), f.screen.Width(), orDefault(fx.Prompt, tui.EditPrompt))
 		case tui.CloseEditor:
 			f.endEdit(fx.LineEnded)
 		case tui.FeedEditor:

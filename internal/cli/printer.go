@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keelrun/keel/escalation"
+	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/textfmt"
 	"github.com/keelrun/keel/internal/tools"
@@ -54,6 +55,21 @@ type textPrinter struct {
 	turn int
 	// workdir is the session's work directory, for the diff under a write (callDiff).
 	workdir string
+	// diffed are the calls whose diff is on screen already (at their approval prompt).
+	diffed map[string]bool
+	// replay are the diffs of the calls of a replayed transcript, by call ID (replayDiffs).
+	replay map[string]string
+	// prices are what tokens cost (gateway.price.*), for the cost in the summary.
+	prices config.Prices
+}
+
+// showPrices tells a text printer what tokens cost, so the summary shows the session's cost.
+func showPrices(p printer, cfg config.Config) {
+	if t, ok := p.(*textPrinter); ok {
+		t.mu.Lock()
+		t.prices = cfg.Gateway.Price
+		t.mu.Unlock()
+	}
 }
 
 // showWorkdir tells a text printer the session's work directory, so a write shows what it
@@ -97,8 +113,26 @@ func (t *textPrinter) event(e contract.Event) {
 		// A running command's output: the status region shows its tail; the result has it all.
 	case contract.EventToolCall:
 		t.line(fmt.Sprintf("→ %s %s", sanitize(e.Tool), sanitize(clip(e.Arguments, 160))))
+		if t.diffed[e.CallID] {
+			break
+		}
 		if d := callDiff(t.workdir, e.Tool, e.Arguments); d != "" {
 			t.line(sanitize(d))
+		}
+	case contract.EventApproval:
+		t.line(fmt.Sprintf("• %s: %s", e.Event, indent(sanitize(e.Text))))
+		if _, replayed := t.replay[e.CallID]; replayed || e.CallID == "" {
+			// An earlier turn's call: its result shows what it changed, against the files as
+			// they were then.
+			break
+		}
+		// The call has not run: what it would change, against the file as it is now.
+		if d := callDiff(t.workdir, e.Tool, e.Arguments); d != "" {
+			t.line(sanitize(d))
+			if t.diffed == nil {
+				t.diffed = map[string]bool{}
+			}
+			t.diffed[e.CallID] = true
 		}
 	case contract.EventToolResult:
 		if e.IsError || tools.CommandFailed(e.Text) {
@@ -110,6 +144,9 @@ func (t *textPrinter) event(e contract.Event) {
 		switch {
 		case e.Class == contract.RoleTool:
 			t.line(fmt.Sprintf("  [%s result] %s", sanitize(e.Tool), firstLines(sanitize(e.Text), 3)))
+			if d := t.replay[e.CallID]; d != "" && !e.IsError {
+				t.line(sanitize(d))
+			}
 		case e.Arguments != "":
 			t.line(fmt.Sprintf("[%s] %s → %s", e.Class, indent(sanitize(e.Text)), sanitize(clip(e.Arguments, 160))))
 		default:
@@ -201,6 +238,9 @@ func (t *textPrinter) summary(s contract.Summary) {
 	t.line(fmt.Sprintf("\n%s · %s · %s (%d blocked) · %s · model calls %d, attempts %d",
 		s.Status, textfmt.Count(int64(s.Turns), "turn"), textfmt.Count(int64(s.ToolCalls), "tool call"), s.BlockedCalls,
 		textfmt.Count(s.Tokens, "token"), s.GatewayCalls, s.GatewayAttempts))
+	if cost, ok := t.prices.Cost(s.Usage.InputTokens, s.Usage.OutputTokens); ok {
+		t.line(fmt.Sprintf("cost %s at gateway.price (%s in, %s out)", money(cost), textfmt.Count(s.Usage.InputTokens, "token"), textfmt.Count(s.Usage.OutputTokens, "token")))
+	}
 	if s.Compactions > 0 {
 		t.line(fmt.Sprintf("compacted %s (%s of the tokens)", textfmt.Count(int64(s.Compactions), "time"), textfmt.Count(s.CompactionTokens, "token")))
 	}
@@ -216,6 +256,14 @@ func (t *textPrinter) summary(s contract.Summary) {
 	for _, l := range changeLines(s.Changes, s.ToolCalls > 0) {
 		t.line(l)
 	}
+}
+
+// money writes an amount with the digits that matter: two decimals from 1 up, four below.
+func money(v float64) string {
+	if v >= 1 {
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.4f", v)
 }
 
 // jsonPrinter writes one JSON object per event and closes with the summary. Every line carries

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
 )
 
@@ -45,5 +46,22 @@ func TestToolResultMark(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSummaryShowsTheCost: with prices configured the summary says what the session cost; without,
+// it says nothing of money.
+func TestSummaryShowsTheCost(t *testing.T) {
+	sum := contract.Summary{Status: contract.StatusCompleted, Tokens: 3_000_000, Usage: contract.Usage{InputTokens: 2_000_000, OutputTokens: 1_000_000}}
+	var out bytes.Buffer
+	p := &textPrinter{w: &out, prices: config.Prices{Input: 3, Output: 15}}
+	p.summary(sum)
+	if !strings.Contains(out.String(), "cost 21.00 at gateway.price") {
+		t.Fatalf("the summary with prices:\n%s", out.String())
+	}
+	out.Reset()
+	(&textPrinter{w: &out}).summary(sum)
+	if strings.Contains(out.String(), "cost") {
+		t.Fatalf("a summary without prices shows a cost:\n%s", out.String())
 	}
 }

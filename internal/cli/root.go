@@ -117,8 +117,9 @@ func newRoot(g *globals) *cobra.Command {
 	config.AddFlags(pf, config.TemporalAddress, config.TemporalNamespace, config.DevStateDir)
 	root.AddCommand(demoCmd(g), runCmd(g), devCmd(g), cancelCmd(g), answerCmd(g), escalationsCmd(g), listCmd(g), gatewayCmd(g),
 		attemptsCmd(g), watchCmd(g), forkCmd(g), continueCmd(g), selftestCmd(g), approveCmd(g), sayCmd(g), interruptCmd(g), codecServerCmd(g), releaseCmd(g))
-	root.AddCommand(pruneCmd(g))
+	root.AddCommand(pruneCmd(g), diffCmd(g), undoCmd(g))
 	groupCommands(root)
+	completeSessionIDs(g, root)
 	for _, c := range root.Commands() {
 		withUsage(c)
 	}
@@ -132,7 +133,7 @@ func newRoot(g *globals) *cobra.Command {
 var commandGroups = map[string]string{
 	"demo": "start", "run": "start", "dev": "start", "fork": "start", "continue": "start",
 	"watch": "steer", "list": "steer", "escalations": "steer", "answer": "steer", "approve": "steer",
-	"say": "steer", "interrupt": "steer", "cancel": "steer", "attempts": "steer", "diff": "steer",
+	"say": "steer", "interrupt": "steer", "cancel": "steer", "attempts": "steer", "diff": "steer", "undo": "steer",
 }
 
 // groupCommands sorts the root's commands into the groups --help lists them in.

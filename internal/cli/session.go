@@ -51,6 +51,7 @@ func startSession(ctx context.Context, c client.Client, cfg config.Config, spec 
 	in := sessionInput(cfg, spec)
 	in.Sinks = []string{sink.URL()}
 	showWorkdir(p, in.Workdir)
+	showPrices(p, cfg)
 	sc := session.Client{Temporal: c}
 	run, ran, err := sc.Start(ctx, session.Start{
 		ID: spec.workflowID, TaskQueue: cfg.Temporal.TaskQueue, Task: clip(spec.task, 200), Details: staticDetails(in),

@@ -41,11 +41,12 @@ func watchCmd(g *globals) *cobra.Command {
 				}
 				wid := args[0]
 				nameSession(p, wid)
+				showPrices(p, cfg)
 				sc := session.Client{Temporal: c}
 				if sum, ended, err := sc.Ended(ctx, wid); err != nil {
 					return err
 				} else if ended {
-					return showEnded(ctx, st, sum, p)
+					return showEnded(ctx, st, sum, p, app.Snapshots(cfg))
 				}
 				tr, err := readTranscript(ctx, c, st, wid)
 				if err != nil {
@@ -53,6 +54,7 @@ func watchCmd(g *globals) *cobra.Command {
 				}
 				if in, err := startedInput(ctx, c, wid); err == nil {
 					showWorkdir(p, in.Workdir)
+					showReplayDiffs(p, tr, app.Snapshots(cfg), wid, in.Workdir)
 				}
 				// The session's events so far go where they happened in the transcript; the
 				// follower then prints only newer ones.
@@ -181,7 +183,7 @@ func withStore(g *globals, cmd *cobra.Command, f func(ctx context.Context, cfg c
 
 // showEnded prints an ended session from its history and the store: its transcript, its session
 // events and its summary. No worker needs to run.
-func showEnded(ctx context.Context, st store.Store, sum contract.Summary, p printer) error {
+func showEnded(ctx context.Context, st store.Store, sum contract.Summary, p printer, snaps *snapshot.Store) error {
 	if sum.Transcript == nil {
 		return fmt.Errorf("session %s ended before its result carried its transcript; run a worker and watch it again", sum.WorkflowID)
 	}
@@ -189,6 +191,7 @@ func showEnded(ctx context.Context, st store.Store, sum contract.Summary, p prin
 	if err != nil {
 		return err
 	}
+	showReplayDiffs(p, msgs, snaps, sum.WorkflowID, "")
 	for _, e := range interleave(msgs, sum.Events) {
 		p.event(e)
 	}

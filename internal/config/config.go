@@ -140,7 +140,9 @@ type Gateway struct {
 	APIKey   string
 	Model    string
 	// Fake runs the built-in scripted gateway in-process and points the client at it.
-	Fake  bool
+	Fake bool
+	// Price is what tokens cost, for the cost the starter shows at a session's end.
+	Price Prices
 	Retry contract.RetryConfig
 	// FixedJitter, when set, replaces the backoff's random draw with this fraction in [0, 1] in
 	// the workers of this process, so a test or a person can reproduce an exact schedule of waits
@@ -154,6 +156,19 @@ type Gateway struct {
 	// by name. Each is sent only to its BaseURL; APIKey itself is the key named "default", sent
 	// only to BaseURL above.
 	Keys map[string]Key
+}
+
+// Prices are what a million tokens cost; zero shows no cost.
+type Prices struct {
+	Input, Output float64
+}
+
+// Cost is what input and output tokens cost at p, and whether p prices anything.
+func (p Prices) Cost(input, output int64) (float64, bool) {
+	if p.Input == 0 && p.Output == 0 {
+		return 0, false
+	}
+	return (float64(input)*p.Input + float64(output)*p.Output) / 1e6, true
 }
 
 // Key is one entry of gateway.keys. As with gateway.fallbacks, the key itself never sits in the

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -76,6 +77,20 @@ func (d *decoder) fraction(key string) *float64 {
 	return &f
 }
 
+// price reads an amount of money of zero or more; 0 when the key is empty.
+func (d *decoder) price(key string) float64 {
+	raw := strings.TrimSpace(d.v.GetString(key))
+	if d.err != nil || raw == "" {
+		return 0
+	}
+	f, err := strconv.ParseFloat(raw, 64)
+	if err != nil || !(f >= 0) || math.IsInf(f, 1) {
+		d.fail(key, fmt.Sprintf("%q is not an amount of zero or more (a number such as 2.5)", raw))
+		return 0
+	}
+	return f
+}
+
 func (d *decoder) oneOf(key string, allowed ...string) string {
 	val := strings.ToLower(strings.TrimSpace(d.v.GetString(key)))
 	if !slices.Contains(allowed, val) {
@@ -120,6 +135,8 @@ func (d *decoder) setting(s *Setting, t *draft) {
 		*field.(*time.Duration) = d.dur(key)
 	case Fraction:
 		*field.(**float64) = d.fraction(key)
+	case Price:
+		*field.(*float64) = d.price(key)
 	case Choice:
 		*field.(*string) = d.oneOf(key, s.OneOf...)
 	case List:

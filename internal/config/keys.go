@@ -91,9 +91,11 @@ const (
 	Map
 	// Object is structured YAML (Shape says which), set in the file only.
 	Object
+	// Price is an amount of money, a number of zero or more.
+	Price
 )
 
-var kindNames = [...]string{"text", "bool", "count", "duration", "fraction", "choice", "list", "path", "MiB", "map", "object"}
+var kindNames = [...]string{"text", "bool", "count", "duration", "fraction", "choice", "list", "path", "MiB", "map", "object", "price"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -179,6 +181,8 @@ const (
 	GatewayBaseURL          = "gateway.base_url"
 	GatewayAPIKey           = "gateway.api_key"
 	GatewayModel            = "gateway.model"
+	GatewayPriceInput       = "gateway.price.input"
+	GatewayPriceOutput      = "gateway.price.output"
 	GatewayFake             = "gateway.fake"
 	GatewayRetryBase        = "gateway.retry.base"
 	GatewayRetryCap         = "gateway.retry.cap"
@@ -389,6 +393,13 @@ var settings = []Setting{
 		Flag: "model", FlagIn: Starter, FlagUsage: "model alias",
 		Doc:  "model alias sent to the provider; on `starter run` the flag sets the session's endpoint too",
 		into: func(d *draft) any { return &d.Gateway.Model }},
+	{Name: GatewayPriceInput, Kind: Price, Default: 0, ReadBy: Starter,
+		Doc:  "what a million input tokens cost, in your currency; with `gateway.price.output`, the end of a session shows its cost; 0: no cost shown",
+		Hint: "per million input tokens (cached ones counted as input); 0: no cost shown",
+		into: func(d *draft) any { return &d.Gateway.Price.Input }},
+	{Name: GatewayPriceOutput, Kind: Price, Default: 0, ReadBy: Starter,
+		Doc:  "what a million output tokens cost, in the same currency",
+		Hint: "per million output tokens", into: func(d *draft) any { return &d.Gateway.Price.Output }},
 	{Name: GatewayFake, Kind: Bool, Default: false, ReadBy: Worker,
 		Doc:  "use the built-in scripted gateway (the demo and `dev` always do)",
 		Hint: "true: run the built-in scripted gateway instead", into: func(d *draft) any { return &d.Gateway.Fake }},

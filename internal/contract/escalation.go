@@ -112,7 +112,12 @@ type ApprovalDecision struct {
 	Digest  string `json:"digest"`
 	Approve bool   `json:"approve"`
 	By      string `json:"by,omitempty"`
+	// Reason, on a denial, is what the person tells the model: why not, or what to do instead.
+	Reason string `json:"reason,omitempty"`
 }
+
+// MaxDenyReason bounds a denial's reason, in bytes.
+const MaxDenyReason = 2000
 
 // NotifyRequest is the input of the escalation notice activity: one channel, one escalation.
 // Notices are idempotent by escalation id and channel, so the activity may be retried.

@@ -32,9 +32,9 @@ func TestMain(m *testing.M) {
 }
 
 // setup starts the package's dev server (building Keel's Temporal server first if no build is
-// cached), builds Keel's commands, installs tmux if it is missing and finds the temporal CLI
-// (building the pinned one if needed), the CLI alongside the rest because its first build takes
-// minutes.
+// cached), builds Keel's commands, installs tmux, zsh and bash-completion if they are missing and
+// finds the temporal CLI (building the pinned one if needed), the CLI alongside the rest because
+// its first build takes minutes.
 func setup(ctx context.Context) (func(), error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -48,6 +48,13 @@ func setup(ctx context.Context) (func(), error) {
 	if err == nil {
 		// The terminal tests type into a shell through tmux, a system package no test can build.
 		err = testenv.EnsureCommand(ctx, "tmux", "tmux")
+	}
+	if err == nil {
+		// The completion test drives zsh too, and bash with the library cobra's script needs.
+		err = testenv.EnsureCommand(ctx, "zsh", "zsh")
+	}
+	if err == nil {
+		err = testenv.EnsureFile(ctx, bashCompletion, "bash-completion")
 	}
 	if err != nil {
 		cancel()

@@ -276,5 +276,9 @@ func answerUpdateID(a contract.Answer) string {
 
 // approveUpdateID names a decision so that the same decision sent twice is one update.
 func approveUpdateID(d contract.ApprovalDecision) string {
-	return "approve/" + d.CallID + "/" + contract.Digest(fmt.Sprintf("%s\x00%t\x00%s", d.Digest, d.Approve, d.By))[:16]
+	text := fmt.Sprintf("%s\x00%t\x00%s", d.Digest, d.Approve, d.By)
+	if d.Reason != "" {
+		text += "\x00" + d.Reason
+	}
+	return "approve/" + d.CallID + "/" + contract.Digest(text)[:16]
 }

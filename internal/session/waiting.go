@@ -5,6 +5,7 @@ import (
 
 	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/textfmt"
 )
 
 // WaitingOn says what a session waits on a person for, or "" when it waits for nobody.
@@ -13,7 +14,7 @@ func WaitingOn(st contract.SessionStatus) string {
 	case AwaitsAnswer(e):
 		return fmt.Sprintf("escalation %s (%s)", e.ID, escalation.Reason(e.Reason))
 	case a != nil:
-		return fmt.Sprintf("approval of %s (call %s)", a.Tool, a.CallID)
+		return fmt.Sprintf("approval of %s (%s)", a.Tool, textfmt.Call(a.CallID))
 	}
 	return ""
 }

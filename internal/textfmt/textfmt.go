@@ -11,6 +11,15 @@ import (
 	"time"
 )
 
+// Call names a tool call by its ID: "call 7" for an ID that does not say it is a call, the ID
+// alone for one that does ("call_abc", as providers name them), never "call call_abc".
+func Call(id string) string {
+	if strings.HasPrefix(strings.ToLower(id), "call") {
+		return id
+	}
+	return "call " + id
+}
+
 // Duration writes d for people: milliseconds below a second, tenths below ten seconds, whole
 // seconds below a minute, then minutes and seconds, then hours and minutes.
 func Duration(d time.Duration) string {

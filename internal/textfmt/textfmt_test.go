@@ -44,3 +44,12 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+// TestCall: a call ID that says it is a call is not named "call" twice.
+func TestCall(t *testing.T) {
+	for id, want := range map[string]string{"call_abc": "call_abc", "7": "call 7", "toolu_01": "call toolu_01", "Call-9": "Call-9"} {
+		if got := Call(id); got != want {
+			t.Errorf("Call(%q) = %q, want %q", id, got, want)
+		}
+	}
+}

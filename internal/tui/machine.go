@@ -41,9 +41,13 @@ const (
 	Detached
 	// Ended has seen the session's end.
 	Ended
+	// Reasoning asks why a call is denied (n at the approval prompt): the line editor is open;
+	// Enter denies the call with the line as the reason the model reads (an empty line denies
+	// without one), Esc goes back to the approval prompt, Ctrl+C cancels the session.
+	Reasoning
 )
 
-var stateNames = [...]string{"following", "asking-escalation", "confirming-abort", "editing", "asking-approval", "confirming-cancel", "cancelling", "detached", "ended"}
+var stateNames = [...]string{"following", "asking-escalation", "confirming-abort", "editing", "asking-approval", "confirming-cancel", "cancelling", "detached", "ended", "reasoning"}
 
 func (s State) String() string {
 	if int(s) < len(stateNames) {
@@ -132,8 +136,8 @@ type SendApproval struct{ Decision contract.ApprovalDecision }
 // once from then on.
 type SendCancel struct{ Reason, Second string }
 
-// OpenEditor opens the line editor for an edit answer.
-type OpenEditor struct{}
+// OpenEditor opens the line editor for an edit answer, or with Prompt for another line.
+type OpenEditor struct{ Prompt string }
 
 // CloseEditor closes it; LineEnded says Enter ended the row.
 type CloseEditor struct{ LineEnded bool }
@@ -167,6 +171,9 @@ const (
 	NotAborted    = "not aborted"
 	// EditPrompt is the line editor's prompt.
 	EditPrompt = "edit> "
+	// ReasonText asks why a call is denied; ReasonPrompt is the editor's prompt for it.
+	ReasonText   = "deny: why not, or what to do instead? The model reads it. Enter denies (an empty line gives no reason), Esc goes back"
+	ReasonPrompt = "reason> "
 	// KeyCancelReason is the reason a cancel key gives; SecondKey what leaves after it. Reasons
 	// say where the cancel came from, not that it is one: the session's summary reads "cancelled:
 	// at the terminal", never "cancelled: cancelled ...".
@@ -233,7 +240,7 @@ func Step(m Model, ev Event) (Model, []Effect) {
 		return m, nil
 	case SessionEnded:
 		var fx []Effect
-		if m.State == Editing {
+		if m.editing() {
 			fx = append(fx, CloseEditor{})
 		}
 		m.State = Ended
@@ -245,7 +252,7 @@ func Step(m Model, ev Event) (Model, []Effect) {
 // detach leaves the session running; an open editor closes first.
 func (m Model) detach(what string) (Model, []Effect) {
 	var fx []Effect
-	if m.State == Editing {
+	if m.editing() {
 		fx = append(fx, CloseEditor{})
 	}
 	m.State, m.Escalation, m.Approval = Detached, "", nil
@@ -263,6 +270,9 @@ func (m Model) interrupt(k Key) (Model, []Effect) {
 	}
 	return m.cancel(KeyCancelReason, SecondKey)
 }
+
+// editing reports whether the line editor is open.
+func (m Model) editing() bool { return m.State == Editing || m.State == Reasoning }
 
 // asking reports whether a question about an escalation is open.
 func (m Model) asking() bool {
@@ -287,7 +297,10 @@ func (m Model) status(st Status) (Model, []Effect) {
 	if m.State == ConfirmingCancel {
 		return m, fx
 	}
-	if m.State == AskingApproval && (st.Approval == nil || st.Approval.CallID != m.Approval.CallID) {
+	if (m.State == AskingApproval || m.State == Reasoning) && (st.Approval == nil || st.Approval.CallID != m.Approval.CallID) {
+		if m.State == Reasoning {
+			fx = append(fx, CloseEditor{})
+		}
 		m.State, m.Approval = Following, nil
 	}
 	if a := st.Approval; a != nil && m.Offered != a.CallID {
@@ -365,10 +378,14 @@ func (m Model) key(k Key) (Model, []Effect) {
 		// From any question too (x answers none): n goes back to it.
 		m.Back, m.State = m.State, ConfirmingCancel
 		return m, []Effect{Info{CancelConfirmText}}
-	case m.State == AskingApproval && (ch == "y" || ch == "n"):
+	case m.State == AskingApproval && ch == "y":
 		a := m.Approval
 		m.State, m.Approval = Following, nil
-		return m, []Effect{SendApproval{contract.ApprovalDecision{CallID: a.CallID, Digest: a.Digest, Approve: ch == "y"}}}
+		return m, []Effect{SendApproval{contract.ApprovalDecision{CallID: a.CallID, Digest: a.Digest, Approve: true}}}
+	case m.State == AskingApproval && ch == "n":
+		// "No, and here is why": the reason reaches the model with the denial.
+		m.State = Reasoning
+		return m, []Effect{Info{ReasonText}, OpenEditor{Prompt: ReasonPrompt}}
 	case m.State == AskingApproval && ch == "v":
 		a := m.Approval
 		whole := textfmt.Harmless(a.Arguments)
@@ -391,6 +408,9 @@ func (m Model) key(k Key) (Model, []Effect) {
 // editInput handles a read while the line editor is open: Esc alone steps back without sending,
 // Ctrl+C anywhere in it closes the editor and cancels the session, the rest is typing.
 func (m Model) editInput(b []byte) (Model, []Effect) {
+	if m.State == Reasoning {
+		return m.reasonInput(b)
+	}
 	if m.State != Editing {
 		return m, nil
 	}
@@ -408,8 +428,35 @@ func (m Model) editInput(b []byte) (Model, []Effect) {
 	return m, []Effect{FeedEditor{Bytes: b}}
 }
 
-// editDone handles the editor's line: an empty or missing one sends nothing and asks again.
+// reasonInput handles a read while the reason for a denial is typed: Esc alone goes back to the
+// approval prompt, Ctrl+C closes the editor and cancels the session (a watcher detaches).
+func (m Model) reasonInput(b []byte) (Model, []Effect) {
+	switch {
+	case len(b) == 1 && b[0] == 0x1b:
+		m.State = AskingApproval
+		return m, []Effect{CloseEditor{}, Info{fmt.Sprintf("approve the %s call above? [y]es / [n]o", m.Approval.Tool)}}
+	case strings.IndexByte(string(b), 0x03) >= 0:
+		if m.Watching {
+			return m.detach(DetachCtrlC)
+		}
+		m, fx := m.cancel(KeyCancelReason, SecondKey)
+		return m, append([]Effect{CloseEditor{}}, fx...)
+	}
+	return m, []Effect{FeedEditor{Bytes: b}}
+}
+
+// editDone handles the editor's line: an empty or missing one sends nothing and asks again. The
+// line of a denial's reason denies the call with it.
 func (m Model) editDone(r EditDone) (Model, []Effect) {
+	if m.State == Reasoning {
+		a := m.Approval
+		if !r.OK {
+			m.State = AskingApproval
+			return m, []Effect{CloseEditor{}, Info{fmt.Sprintf("approve the %s call above? [y]es / [n]o", a.Tool)}}
+		}
+		m.State, m.Approval = Following, nil
+		return m, []Effect{CloseEditor{LineEnded: true}, SendApproval{contract.ApprovalDecision{CallID: a.CallID, Digest: a.Digest, Reason: strings.TrimSpace(r.Line)}}}
+	}
 	if m.State != Editing {
 		return m, nil
 	}

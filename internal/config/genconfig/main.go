@@ -227,7 +227,7 @@ func line(b *bytes.Buffer, text, comment string) {
 func yamlValue(s config.Setting) string {
 	v := s.DefaultValue()
 	switch s.Kind {
-	case config.Bool, config.Count, config.MiB, config.List, config.Map, config.Object:
+	case config.Bool, config.Count, config.MiB, config.List, config.Map, config.Object, config.Price:
 		return v
 	}
 	if plain(v) {

@@ -18,14 +18,40 @@ func EnsureCommand(ctx context.Context, cmd, pkg string) error {
 	if _, err := exec.LookPath(cmd); err == nil {
 		return nil
 	}
+	if err := install(ctx, cmd, pkg); err != nil {
+		return err
+	}
+	if _, err := exec.LookPath(cmd); err != nil {
+		return fmt.Errorf("installed %s, yet %s is still not on PATH: %w", pkg, cmd, err)
+	}
+	return nil
+}
+
+// EnsureFile is EnsureCommand for a package that installs a file rather than a program (a shell
+// library such as bash-completion's).
+func EnsureFile(ctx context.Context, path, pkg string) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	if err := install(ctx, path, pkg); err != nil {
+		return err
+	}
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("installed %s, yet %s is still missing: %w", pkg, path, err)
+	}
+	return nil
+}
+
+// install installs the Debian package pkg, which holds what.
+func install(ctx context.Context, what, pkg string) error {
 	if _, err := exec.LookPath("apt-get"); err != nil {
-		return fmt.Errorf("the tests need %s (Debian package %s), which is not installed, and there is no apt-get to install it; install it and run again", cmd, pkg)
+		return fmt.Errorf("the tests need %s (Debian package %s), which is not installed, and there is no apt-get to install it; install it and run again", what, pkg)
 	}
 	var prefix []string
 	if os.Geteuid() != 0 {
 		prefix = []string{"sudo", "-n"}
 	}
-	fmt.Fprintf(os.Stderr, "testenv: installing %s (Debian package %s) for the tests\n", cmd, pkg)
+	fmt.Fprintf(os.Stderr, "testenv: installing %s (Debian package %s) for the tests\n", what, pkg)
 	lock := []string{"-o", "DPkg::Lock::Timeout=600"}
 	steps := [][]string{
 		append(append(append([]string{}, prefix...), "apt-get", "update", "-qq"), lock...),
@@ -37,9 +63,6 @@ func EnsureCommand(ctx context.Context, cmd, pkg string) error {
 		if out, err := c.CombinedOutput(); err != nil {
 			return fmt.Errorf("installing %s for the tests with %q: %w\n%s", pkg, strings.Join(args, " "), err, tail(out, 2000))
 		}
-	}
-	if _, err := exec.LookPath(cmd); err != nil {
-		return fmt.Errorf("installed %s, yet %s is still not on PATH: %w", pkg, cmd, err)
 	}
 	return nil
 }
