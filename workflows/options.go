@@ -88,10 +88,6 @@ func reviewOptions() workflow.ActivityOptions {
 	}
 }
 
-// versionDenyReason: a denied call's feedback carries the reason the person gave. Asked only when
-// a decision has a reason, which no turn from before it had.
-const versionDenyReason = "deny-reason"
-
 func listToolsOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,

@@ -45,4 +45,7 @@ const (
 	// versionReviewChanges: an ending session's summary lists the files it changed and those git
 	// would not show (the ReviewChanges activity). Asked once, when a session ends.
 	versionReviewChanges = "review-changes"
+	// versionDenyReason: a denied call's feedback carries the reason the person gave. Asked only
+	// when a decision has a reason, which no turn from before it had.
+	versionDenyReason = "deny-reason"
 )

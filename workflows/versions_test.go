@@ -3,8 +3,12 @@ package workflows
 import (
 	"bytes"
 	"encoding/base64"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -31,6 +35,8 @@ func TestEveryMarkerHasItsFixtures(t *testing.T) {
 		{versionDelegate, "plain-turn-1", ""},
 		// Asked when a session ends; no history recorded since.
 		{versionReviewChanges, "plain-session", ""},
+		// Asked only when a person denies a call with a reason.
+		{versionDenyReason, "plain-turn-1", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.marker, func(t *testing.T) {
@@ -53,4 +59,54 @@ func holdsMarker(t *testing.T, fixture, marker string) bool {
 	}
 	id := base64.StdEncoding.EncodeToString([]byte(`"` + marker + `"`))
 	return bytes.Contains(data, bytes.TrimRight([]byte(id), "="))
+}
+
+// TestMarkersLiveInOneFile: every change ID passed to workflow.GetVersion is a constant of
+// versions.go, and every one of them has a row in TestEveryMarkerHasItsFixtures, so a reviewer
+// finds each change to running sessions in one place.
+func TestMarkersLiveInOneFile(t *testing.T) {
+	fset := token.NewFileSet()
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]bool{}
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.ValueSpec:
+				for _, id := range n.Names {
+					if strings.HasPrefix(id.Name, "version") {
+						if name != "versions.go" {
+							t.Errorf("%s declares the marker %s outside versions.go", name, id.Name)
+						}
+						declared[id.Name] = true
+					}
+				}
+			case *ast.CallExpr:
+				if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "GetVersion" && len(n.Args) > 1 {
+					if id, ok := n.Args[1].(*ast.Ident); !ok || !strings.HasPrefix(id.Name, "version") {
+						t.Errorf("%s: GetVersion with a change ID that is not a marker constant", fset.Position(n.Pos()))
+					}
+				}
+			}
+			return true
+		})
+	}
+	src, err := os.ReadFile("versions_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range declared {
+		if !bytes.Contains(src, []byte("{"+name+",")) {
+			t.Errorf("%s has no row in TestEveryMarkerHasItsFixtures", name)
+		}
+	}
 }
