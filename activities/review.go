@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"go.temporal.io/sdk/activity"
 
@@ -136,7 +135,7 @@ func changeList(changes []snapshot.Change, hidden map[string]string, note string
 	out := contract.Changes{Note: note}
 	files := make([]contract.FileChange, 0, len(changes))
 	for _, c := range changes {
-		f := contract.FileChange{Path: clipped(snapshot.Printable(string(c.Path))), Change: c.Kind(), Hidden: clipped(hidden[string(c.Path)])}
+		f := contract.FileChange{Path: clipBytes(snapshot.Printable(string(c.Path)), maxNamed), Change: c.Kind(), Hidden: clipBytes(hidden[string(c.Path)], maxNamed)}
 		switch c.Kind() {
 		case contract.FileCreated:
 			out.Created++
@@ -162,17 +161,6 @@ func changeList(changes []snapshot.Change, hidden map[string]string, note string
 // maxNamed bounds a path or reason of the list: the model chose both (a name, a .gitignore
 // line), and the list travels in the session's result.
 const maxNamed = 300
-
-func clipped(s string) string {
-	if len(s) <= maxNamed {
-		return s
-	}
-	cut := maxNamed
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
 
 func joinNotes(a, b string) string {
 	if a == "" {
