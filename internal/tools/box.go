@@ -92,20 +92,20 @@ func runs[A any](f func(b *Box, ctx context.Context, root string, a A) contract.
 
 // runners are the built-in tools' runners by name.
 var runners = map[string]runner{
-	toolspec.ReadFile: runs(func(_ *Box, _ context.Context, root string, a toolspec.ReadFileArgs) contract.ToolResult {
-		return readFile(root, a.Path)
+	toolspec.ReadFile: runs(func(b *Box, _ context.Context, root string, a toolspec.ReadFileArgs) contract.ToolResult {
+		return b.readFile(root, a.Path)
 	}),
-	toolspec.WriteFile: runs(func(_ *Box, _ context.Context, root string, a toolspec.WriteFileArgs) contract.ToolResult {
-		return writeFile(root, a.Path, a.Content)
+	toolspec.WriteFile: runs(func(b *Box, _ context.Context, root string, a toolspec.WriteFileArgs) contract.ToolResult {
+		return b.writeFile(root, a.Path, a.Content)
 	}),
-	toolspec.EditFile: runs(func(_ *Box, _ context.Context, root string, a toolspec.EditFileArgs) contract.ToolResult {
-		return editFile(root, a.Path, a.Old, a.New)
+	toolspec.EditFile: runs(func(b *Box, _ context.Context, root string, a toolspec.EditFileArgs) contract.ToolResult {
+		return b.editFile(root, a.Path, a.Old, a.New)
 	}),
-	toolspec.ListDir: runs(func(_ *Box, _ context.Context, root string, a toolspec.ListDirArgs) contract.ToolResult {
-		return listDir(root, a.Path, walkBounds)
+	toolspec.ListDir: runs(func(b *Box, _ context.Context, root string, a toolspec.ListDirArgs) contract.ToolResult {
+		return b.listDir(root, a.Path, walkBounds)
 	}),
-	toolspec.Search: runs(func(_ *Box, _ context.Context, root string, a toolspec.SearchArgs) contract.ToolResult {
-		return search(root, a.Pattern, a.Path, walkBounds)
+	toolspec.Search: runs(func(b *Box, _ context.Context, root string, a toolspec.SearchArgs) contract.ToolResult {
+		return b.search(root, a.Pattern, a.Path, walkBounds)
 	}),
 	toolspec.RunCommand: runs(func(b *Box, ctx context.Context, root string, a toolspec.RunCommandArgs) contract.ToolResult {
 		return b.runCommand(ctx, root, a.Command, a.TimeoutSeconds)

@@ -45,7 +45,7 @@ const (
 )
 
 // readFile returns a text file's exact content, so that edit_file can be fed text copied from it.
-func readFile(root, p string) contract.ToolResult {
+func (b *Box) readFile(root, p string) contract.ToolResult {
 	pl, refusal := resolve(root, p)
 	if refusal != "" {
 		return refused(refusal)
@@ -94,7 +94,7 @@ func openRefusal(tool, rel string, err error, unreadable, missing string) string
 // listDir lists a directory, sorted by name, directories marked with a trailing slash. It reads at
 // most lim's entries, keeping only the first listCap names, so a huge directory costs no more
 // memory than a large one.
-func listDir(root, p string, lim walkLimits) contract.ToolResult {
+func (b *Box) listDir(root, p string, lim walkLimits) contract.ToolResult {
 	pl, refusal := resolve(root, p)
 	if refusal != "" {
 		return refused(refusal)
@@ -116,24 +116,24 @@ func listDir(root, p string, lim walkLimits) contract.ToolResult {
 	if read == 0 {
 		return done(fmt.Sprintf("The directory %q is empty.", pl.rel), false)
 	}
-	var b strings.Builder
+	var out strings.Builder
 	for _, e := range entries {
-		b.WriteString(entryLine(e))
-		b.WriteByte('\n')
+		out.WriteString(entryLine(e))
+		out.WriteByte('\n')
 	}
 	switch {
 	case cut == cutEntries:
-		fmt.Fprintf(&b, "[cut: %q holds more than %d entries, more than list_dir reads in one call; these are the first %d names, "+
+		fmt.Fprintf(&out, "[cut: %q holds more than %d entries, more than list_dir reads in one call; these are the first %d names, "+
 			"in order, of the %d it read. List a subdirectory, or use run_command (for example find with -name) to narrow it down.]\n",
 			pl.rel, lim.entries, len(entries), read)
 	case cut == cutTime:
-		fmt.Fprintf(&b, "[cut: reading %q took longer than %s, so list_dir stopped after %d entries; these are the first %d names, "+
+		fmt.Fprintf(&out, "[cut: reading %q took longer than %s, so list_dir stopped after %d entries; these are the first %d names, "+
 			"in order, of those. List a subdirectory, or use run_command (for example find with -name) to narrow it down.]\n",
 			pl.rel, lim.time, read, len(entries))
 	case read > len(entries):
-		fmt.Fprintf(&b, "[cut: %d more entries are not shown. Use search or list a subdirectory.]\n", read-len(entries))
+		fmt.Fprintf(&out, "[cut: %d more entries are not shown. Use search or list a subdirectory.]\n", read-len(entries))
 	}
-	return done(strings.TrimSuffix(b.String(), "\n"), false)
+	return done(strings.TrimSuffix(out.String(), "\n"), false)
 }
 
 // entryBatch is how many entries readEntries asks the kernel for at a time.

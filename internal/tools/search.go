@@ -44,7 +44,7 @@ type searcher struct {
 
 // search looks for a plain substring in the text files under p and returns "path:line: text"
 // lines in walk order (sorted by name), capped in matches, entries read and time.
-func search(root, pattern, p string, lim walkLimits) contract.ToolResult {
+func (b *Box) search(root, pattern, p string, lim walkLimits) contract.ToolResult {
 	pl, refusal := resolve(root, p)
 	if refusal != "" {
 		return refused(refusal)

@@ -307,20 +307,20 @@ func TestHugeDirectories(t *testing.T) {
 		first string
 		want  string
 	}{
-		{"list within the budget", func() contract.ToolResult { return listDir(b.Root, "many", walkLimits{files, forever}) },
+		{"list within the budget", func() contract.ToolResult { return b.listDir(b.Root, "many", walkLimits{files, forever}) },
 			listCap, "f00000 (7 bytes)", "[cut: 2000 more entries are not shown. Use search or list a subdirectory.]"},
-		{"list over the entry budget", func() contract.ToolResult { return listDir(b.Root, "many", walkLimits{2000, forever}) },
+		{"list over the entry budget", func() contract.ToolResult { return b.listDir(b.Root, "many", walkLimits{2000, forever}) },
 			listCap, "", `[cut: "many" holds more than 2000 entries, more than list_dir reads in one call; these are the first 1000 names, in order, of the 2000 it read. ` +
 				"List a subdirectory, or use run_command (for example find with -name) to narrow it down.]"},
-		{"list over the time budget", func() contract.ToolResult { return listDir(b.Root, "many", walkLimits{files, 0}) },
+		{"list over the time budget", func() contract.ToolResult { return b.listDir(b.Root, "many", walkLimits{files, 0}) },
 			entryBatch, "", `[cut: reading "many" took longer than 0s, so list_dir stopped after 1024 entries; these are the first 1000 names`},
-		{"search over the entry budget", func() contract.ToolResult { return search(b.Root, "needle", ".", walkLimits{1000, forever}) },
+		{"search over the entry budget", func() contract.ToolResult { return b.search(b.Root, "needle", ".", walkLimits{1000, forever}) },
 			-1, "", `[cut: the search stopped after reading 1000 directory entries, so part of "." was not searched. ` +
 				"Search a subdirectory, or use run_command (for example grep -rn) to search all of it.]"},
-		{"search over the time budget", func() contract.ToolResult { return search(b.Root, "needle", "many", walkLimits{files, 0}) },
+		{"search over the time budget", func() contract.ToolResult { return b.search(b.Root, "needle", "many", walkLimits{files, 0}) },
 			-1, "", `No text file in the part of "many" that was searched contains "needle". Nothing changed.` + "\n" +
 				`[cut: the search stopped after 0s, so part of "many" was not searched.`},
-		{"search within the budget", func() contract.ToolResult { return search(b.Root, "needle", "many", walkLimits{files, forever}) },
+		{"search within the budget", func() contract.ToolResult { return b.search(b.Root, "needle", "many", walkLimits{files, forever}) },
 			files / 100, "many/f00000:1: needle", ""},
 	}
 	for _, tt := range tests {

@@ -17,7 +17,7 @@ import (
 
 // writeFile creates or replaces a file atomically, creating missing parent directories inside the
 // work directory. A failed write leaves the file as it was and removes directories it created.
-func writeFile(root, p, content string) contract.ToolResult {
+func (b *Box) writeFile(root, p, content string) contract.ToolResult {
 	pl, refusal := resolve(root, p)
 	if refusal != "" {
 		return refused(refusal)
@@ -120,7 +120,7 @@ func writeAtomic(target string, perm fs.FileMode, fill func(*os.File) error) (er
 // editFile replaces the one occurrence of old with new. Zero and several matches are refused with
 // different next actions, because they need different repairs. Files larger than MaxFileBytes are
 // refused before anything is read, so an edit holds at most a few copies of that much in memory.
-func editFile(root, p, old, repl string) contract.ToolResult {
+func (b *Box) editFile(root, p, old, repl string) contract.ToolResult {
 	pl, refusal := resolve(root, p)
 	if refusal != "" {
 		return refused(refusal)
