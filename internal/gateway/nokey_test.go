@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/keelrun/keel/internal/contract"
-	"github.com/keelrun/keel/internal/devkit/fakegw"
 	"github.com/keelrun/keel/internal/gateway"
 )
 
@@ -14,11 +13,7 @@ import (
 // gateway that authenticates otherwise) sends its requests without one, so the wiring needs no
 // made-up key of its own. Every provider row, through the real SDK clients.
 func TestNoKeyReachesAGateway(t *testing.T) {
-	gw := fakegw.New(fakegw.Options{})
-	if err := gw.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = gw.Close() })
+	gw := startFake(t)
 	for _, row := range contract.ProviderRows {
 		t.Run(row.Name, func(t *testing.T) {
 			p, err := gateway.New(gateway.Config{Provider: row.Name, BaseURL: gw.BaseURL() + row.APIPath, Model: "m"})

@@ -16,11 +16,7 @@ import (
 // assistant message, and each later request hands all of them back (the fake refuses an altered
 // or bare one, and counts the intact ones).
 func TestResponsesCarriesReasoningBetweenTurns(t *testing.T) {
-	gw := fakegw.New(fakegw.Options{})
-	if err := gw.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = gw.Close() })
+	gw := startFake(t)
 	p, err := gateway.New(gateway.Config{Provider: gateway.ProviderOpenAIResponses, BaseURL: gw.BaseURL() + "/v1", APIKey: "k", Model: "m"})
 	if err != nil {
 		t.Fatal(err)
@@ -63,4 +59,15 @@ func TestResponsesCarriesReasoningBetweenTurns(t *testing.T) {
 			t.Errorf("request %d: format %s status %d carried %d reasoning items, want %d", i+1, r.Format, r.Status, r.Reasoning, i)
 		}
 	}
+}
+
+// startFake starts the scripted gateway on a loopback port for the test's duration.
+func startFake(t *testing.T) *fakegw.Server {
+	t.Helper()
+	gw := fakegw.New(fakegw.Options{})
+	if err := gw.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gw.Close() })
+	return gw
 }
