@@ -280,5 +280,8 @@ func approveUpdateID(d contract.ApprovalDecision) string {
 	if d.Reason != "" {
 		text += "\x00" + d.Reason
 	}
+	if d.AllowFor != "" {
+		text += "\x00allow:" + d.AllowFor
+	}
 	return "approve/" + d.CallID + "/" + contract.Digest(text)[:16]
 }
