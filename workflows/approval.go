@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
 const defaultApprovalTimeout = 10 * time.Minute
@@ -52,6 +54,10 @@ func (s *session) awaitApproval(ctx workflow.Context, a contract.Approval, durat
 	verdict := "denied (no answer before the deadline)"
 	if dec != nil && dec.Approve {
 		verdict = "approved by " + dec.By
+		if dec.AllowFor != "" && workflow.GetVersion(ctx, versionAllowSession, workflow.DefaultVersion, 1) == 1 {
+			// The marker only where a person allowed more: decisions before it replay as they ran.
+			verdict += ", " + s.allow(allowanceFor(a, *dec))
+		}
 	} else if dec != nil {
 		verdict = "denied by " + dec.By
 	}
@@ -89,6 +95,10 @@ func (s *session) validateApproval(d contract.ApprovalDecision) error {
 		return fmt.Errorf("stale approval: call %q is not the one waiting (%s)", d.CallID, a.CallID)
 	case d.Digest != a.Digest:
 		return fmt.Errorf("mismatched approval: the digest does not match the arguments of call %s", a.CallID)
+	case d.AllowFor != "" && d.AllowFor != contract.AllowTool && d.AllowFor != contract.AllowCommand:
+		return fmt.Errorf("allow_for is %q; it is %q or %q", d.AllowFor, contract.AllowTool, contract.AllowCommand)
+	case d.AllowFor != "" && !d.Approve:
+		return errors.New("allow_for goes with an approval: a denied call allows nothing")
 	case len(d.Reason) > contract.MaxDenyReason:
 		return fmt.Errorf("the reason is %d bytes; at most %d reach the model", len(d.Reason), contract.MaxDenyReason)
 	}
@@ -103,6 +113,61 @@ func (s *session) decide(d contract.ApprovalDecision) (contract.AnswerResult, er
 	verdict := "denied"
 	if d.Approve {
 		verdict = "approved"
+		if d.AllowFor != "" {
+			verdict += "; " + describeAllowance(allowanceFor(*s.approval, d)) + " from now on in this session"
+		}
 	}
 	return contract.AnswerResult{Accepted: true, Message: fmt.Sprintf("%s %s", s.approval.Tool, verdict)}, nil
+}
+
+// allowanceFor is what a decision allows beyond its call: the tool, or for run_command with
+// AllowCommand its exact command text.
+func allowanceFor(a contract.Approval, d contract.ApprovalDecision) contract.Allowance {
+	al := contract.Allowance{Tool: a.Tool, By: d.By}
+	if d.AllowFor == contract.AllowCommand && a.Tool == toolspec.RunCommand {
+		al.Command = commandOf(a.Arguments)
+	}
+	return al
+}
+
+// commandOf is a run_command call's command text; "" when its arguments do not parse (they passed
+// the schema, so they do), which then allows nothing narrower than the call could.
+func commandOf(args string) string {
+	var c toolspec.RunCommandArgs
+	if json.Unmarshal([]byte(args), &c) != nil {
+		return ""
+	}
+	return c.Command
+}
+
+// allow adds an allowance to the session's guards, which every later turn reads and which
+// continue-as-new carries, and says what it allows. An allowance already covered by one held is
+// not added twice; past MaxAllowances nothing more is added, and the call alone was approved.
+func (s *session) allow(al contract.Allowance) string {
+	if covering(s.state.Allowed, al.Tool, al.Command) == nil {
+		if len(s.state.Allowed) >= contract.MaxAllowances {
+			return fmt.Sprintf("not allowed for the session: it holds %d allowances already", contract.MaxAllowances)
+		}
+		s.state.Allowed = append(s.state.Allowed, al)
+	}
+	return "and " + describeAllowance(al) + " for the rest of the session"
+}
+
+// covering is the first allowance that lets a call of tool with command (run_command's text,
+// else "") run without asking, or nil.
+func covering(allowed []contract.Allowance, tool, command string) *contract.Allowance {
+	for i, al := range allowed {
+		if al.Tool == tool && (al.Command == "" || al.Command == command) {
+			return &allowed[i]
+		}
+	}
+	return nil
+}
+
+// describeAllowance says what an allowance lets through, as people read it.
+func describeAllowance(al contract.Allowance) string {
+	if al.Command != "" {
+		return fmt.Sprintf("%s of exactly `%s` allowed", al.Tool, clip(al.Command, 200))
+	}
+	return "every " + al.Tool + " call allowed"
 }

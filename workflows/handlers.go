@@ -36,7 +36,7 @@ func (s *session) registerHandlers(ctx workflow.Context) error {
 		func(_ workflow.Context, d contract.ApprovalDecision) (contract.AnswerResult, error) {
 			return s.decide(d)
 		},
-		workflow.UpdateHandlerOptions{Validator: s.validateApproval, Description: `Approve or deny the tool call waiting for a person. Input {"call_id":"...","digest":"<sha-256 of the arguments>","approve":true}`},
+		workflow.UpdateHandlerOptions{Validator: s.validateApproval, Description: `Approve or deny the tool call waiting for a person. Input {"call_id":"...","digest":"<sha-256 of the arguments>","approve":true}; with "allow_for":"tool" (or "command", for run_command) later calls of the tool (or command) run without asking for the rest of the session`},
 	); err != nil {
 		return err
 	}

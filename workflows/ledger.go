@@ -99,6 +99,7 @@ func (s *session) summary(ctx workflow.Context, status, answer string) contract.
 		Waits:            s.state.Waits,
 		WaitedMS:         s.state.WaitedMS,
 		ModelTokens:      s.state.ModelTokens,
+		Allowed:          s.state.Allowed,
 	}
 }
 

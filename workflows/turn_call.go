@@ -49,7 +49,7 @@ func (t *turn) handleCall(ctx workflow.Context, call contract.ToolCall) error {
 		t.escalateCall(contract.ReasonPolicy, call, "a call outside the tool policy: "+why, text)
 		return nil
 	}
-	if t.needsApproval(spec) {
+	if t.needsApproval(spec) && !t.allowed(call) {
 		t.res.NeedsApproval = &contract.Approval{
 			CallID: call.ID, Tool: call.Name, Digest: contract.Digest(call.Arguments), Arguments: call.Arguments,
 		}
@@ -72,6 +72,30 @@ func (t *turn) needsApproval(spec contract.ToolSpec) bool {
 		return spec.Writes
 	}
 	return false
+}
+
+// allowed says whether a person allowed this call for the rest of the session at an earlier
+// approval, and if so records which allowance let it through, so the person sees why nobody was
+// asked. Sessions before allow-session hold no allowances and never get here with one.
+func (t *turn) allowed(call contract.ToolCall) bool {
+	if len(t.guards.Allowed) == 0 {
+		return false
+	}
+	command := ""
+	if call.Name == toolspec.RunCommand {
+		command = commandOf(call.Arguments)
+	}
+	al := covering(t.guards.Allowed, call.Name, command)
+	if al == nil {
+		return false
+	}
+	by := ""
+	if al.By != "" {
+		by = " by " + al.By
+	}
+	t.res.Events = append(t.res.Events, contract.Event{Event: contract.EventAnswer, Turn: t.in.Turn, Tool: call.Name, CallID: call.ID,
+		Text: fmt.Sprintf("%s %s runs without asking: %s%s for this session", call.Name, clip(call.Arguments, 120), describeAllowance(*al), by)})
+	return true
 }
 
 // gateAndRun is the last gate, the tool's breaker, then the tool activity.

@@ -48,4 +48,8 @@ const (
 	// versionDenyReason: a denied call's feedback carries the reason the person gave. Asked only
 	// when a decision has a reason, which no turn from before it had.
 	versionDenyReason = "deny-reason"
+	// versionAllowSession: an approval may allow the tool, or run_command's exact command, for
+	// the rest of the session; later calls it covers run without asking. Asked only when a
+	// decision allows more than its call, which no decision from before it did.
+	versionAllowSession = "allow-session"
 )

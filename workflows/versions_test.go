@@ -37,6 +37,9 @@ func TestEveryMarkerHasItsFixtures(t *testing.T) {
 		{versionReviewChanges, "plain-session", ""},
 		// Asked only when a person denies a call with a reason.
 		{versionDenyReason, "plain-turn-1", ""},
+		// Asked only when a person approves a call and allows its tool or command for the session;
+		// the recorded approvals allowed nothing more.
+		{versionAllowSession, "approval-session", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.marker, func(t *testing.T) {

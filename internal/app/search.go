@@ -23,6 +23,7 @@ var searchAttributes = []struct {
 	{contract.PendingEscalationKey, enumspb.INDEXED_VALUE_TYPE_BOOL},
 	{contract.PullRequestKey, enumspb.INDEXED_VALUE_TYPE_KEYWORD},
 	{contract.GitHubJobKey, enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST},
+	{contract.TaskKey, enumspb.INDEXED_VALUE_TYPE_KEYWORD},
 }
 
 // EnsureSearchAttributes registers Keel's search attributes on the server if they are missing, so

@@ -16,10 +16,10 @@ import (
 
 func approveCmd(g *globals) *cobra.Command {
 	var digest, reason string
-	var deny, show bool
+	var deny, show, allowTool, allowCommand bool
 	cmd := &cobra.Command{
-		Use:     "approve WORKFLOW_ID [CALL_ID] [--digest D] [--deny [--reason TEXT] | --show]",
-		Example: "  starter approve " + exampleID + "\n  starter approve " + exampleID + " --deny --reason \"edit calc.go, do not rewrite it\"\n  starter approve " + exampleID + " --show\n  (without CALL_ID and --digest: the call waiting now, printed first)",
+		Use:     "approve WORKFLOW_ID [CALL_ID] [--digest D] [--allow-tool | --allow-command | --deny [--reason TEXT] | --show]",
+		Example: "  starter approve " + exampleID + "\n  starter approve " + exampleID + " --allow-command\n  starter approve " + exampleID + " --deny --reason \"edit calc.go, do not rewrite it\"\n  starter approve " + exampleID + " --show\n  (without CALL_ID and --digest: the call waiting now, printed first)",
 		Short:   "Approve (or deny) the tool call a session is waiting on",
 		Args:    cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -34,6 +34,12 @@ func approveCmd(g *globals) *cobra.Command {
 					return err
 				}
 				d := contract.ApprovalDecision{Digest: digest, Approve: !deny, By: currentUser(), Reason: reason}
+				switch {
+				case allowTool:
+					d.AllowFor = contract.AllowTool
+				case allowCommand:
+					d.AllowFor = contract.AllowCommand
+				}
 				if len(args) == 2 {
 					d.CallID = args[1]
 				}
@@ -61,7 +67,9 @@ func approveCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&deny, "deny", false, "deny the call instead")
 	cmd.Flags().StringVar(&reason, "reason", "", "with --deny: why not, or what to do instead; the model reads it")
 	cmd.Flags().BoolVar(&show, "show", false, "print the whole call waiting for approval, and decide nothing")
-	cmd.MarkFlagsMutuallyExclusive("deny", "show")
+	cmd.Flags().BoolVar(&allowTool, "allow-tool", false, "approve, and let every later call of this tool run without asking for the rest of the session")
+	cmd.Flags().BoolVar(&allowCommand, "allow-command", false, "approve, and let later run_command calls of exactly this command run without asking for the rest of the session (another tool: as --allow-tool)")
+	cmd.MarkFlagsMutuallyExclusive("deny", "show", "allow-tool", "allow-command")
 	return cmd
 }
 

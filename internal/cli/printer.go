@@ -253,6 +253,9 @@ func (t *textPrinter) summary(s contract.Summary) {
 	if s.Reason != "" {
 		t.line("reason: " + indent(sanitize(s.Reason)))
 	}
+	for _, al := range s.Allowed {
+		t.line("allowed for the session: " + sanitize(allowanceText(al)))
+	}
 	for _, l := range changeLines(s.Changes, s.ToolCalls > 0) {
 		t.line(l)
 	}
@@ -389,4 +392,17 @@ func longHaulLine(s contract.Summary) string {
 		parts = append(parts, "tokens per model: "+strings.Join(per, ", "))
 	}
 	return strings.Join(parts, " · ")
+}
+
+// allowanceText says what a person allowed for the rest of a session, and who: the summary lists
+// them, so whoever reads it knows why later calls ran without asking.
+func allowanceText(al contract.Allowance) string {
+	what := "every " + al.Tool + " call"
+	if al.Command != "" {
+		what = fmt.Sprintf("%s of exactly `%s`", al.Tool, clip(al.Command, 200))
+	}
+	if al.By != "" {
+		what += " (by " + al.By + ")"
+	}
+	return what
 }

@@ -55,7 +55,7 @@ func startSession(ctx context.Context, c client.Client, cfg config.Config, spec 
 	sc := session.Client{Temporal: c}
 	run, ran, err := sc.Start(ctx, session.Start{
 		ID: spec.workflowID, TaskQueue: cfg.Temporal.TaskQueue, Task: clip(spec.task, 200), Details: staticDetails(in),
-		Input: in, Job: spec.job, Sink: sink.URL(),
+		Input: in, Job: spec.job, Sink: sink.URL(), Listed: len(cfg.Codec.Keys) == 0,
 	})
 	if err != nil {
 		return contract.Summary{}, err

@@ -114,7 +114,29 @@ type ApprovalDecision struct {
 	By      string `json:"by,omitempty"`
 	// Reason, on a denial, is what the person tells the model: why not, or what to do instead.
 	Reason string `json:"reason,omitempty"`
+	// AllowFor, on an approval, also allows later calls for the rest of the session: AllowTool
+	// every call of the tool, AllowCommand (run_command) every call of exactly this command.
+	AllowFor string `json:"allow_for,omitempty"`
 }
+
+// The scopes of an ApprovalDecision's AllowFor. For a tool other than run_command both allow the
+// tool: its calls have no command to tell apart.
+const (
+	AllowTool    = "tool"
+	AllowCommand = "command"
+)
+
+// Allowance is what a person allowed for the rest of a session: every call of Tool, or, with
+// Command set, the run_command calls of exactly that command. Calls it covers run without asking,
+// and the session says which allowance let each one through.
+type Allowance struct {
+	Tool    string `json:"tool"`
+	Command string `json:"command,omitempty"`
+	By      string `json:"by,omitempty"`
+}
+
+// MaxAllowances bounds a session's allowances, so a stream of them cannot grow its state.
+const MaxAllowances = 64
 
 // MaxDenyReason bounds a denial's reason, in bytes.
 const MaxDenyReason = 2000

@@ -51,7 +51,8 @@ var (
 	goldenRepeat     = RepeatState{Key: "read_file\x00{}", Count: 2}
 	goldenRepairs    = map[string]int{"*": 1, "read_file": 2}
 	goldenRejected   = []string{"turn 2: read_file {bad"}
-	goldenGuards     = Guards{Repeat: goldenRepeat, Repairs: goldenRepairs, Rejected: goldenRejected, Breakers: goldenBreakers}
+	goldenGuards     = Guards{Repeat: goldenRepeat, Repairs: goldenRepairs, Rejected: goldenRejected, Breakers: goldenBreakers, Allowed: goldenAllowed}
+	goldenAllowed    = []Allowance{{Tool: "run_command", Command: "go test ./...", By: "ana"}}
 	goldenModelSet   = ModelSettings{Model: "fast", Endpoint: goldenEndpoint, Retry: goldenRetry, WaitLimits: true}
 	goldenToolSet    = ToolSettings{Workdir: "/src", Policy: goldenPolicy, Source: &Source{Repo: "acme/app", Commit: "0123456789abcdef0123456789abcdef01234567", Ref: "main", Workspace: "keel-run-1"}}
 	goldenSinks      = []string{"http://127.0.0.1:7000/events"}
@@ -106,7 +107,7 @@ func goldenPayloads() []struct {
 		{"turn_input", TurnInput{
 			SessionID: "wf-1", Turn: 3, TranscriptRef: TranscriptRef{Head: "node-9", Pending: goldenMsgs}, BuiltinTools: "sha256:tools",
 			Tools: []ToolSpec{goldenTool}, Settings: goldenSettings, Guards: goldenGuards,
-			Resume: []ToolCall{goldenCall}, Approved: &ApprovalDecision{CallID: "call_1", Digest: "abc123", Approve: true, By: "ana", Reason: "too broad"},
+			Resume: []ToolCall{goldenCall}, Approved: &ApprovalDecision{CallID: "call_1", Digest: "abc123", Approve: true, By: "ana", Reason: "too broad", AllowFor: AllowCommand},
 			Compaction: goldenCompaction, Status: goldenStatus,
 			Delegate: &DelegateContext{SystemPrompt: "be brief", Left: goldenLimits, Escalation: goldenEscPolicy,
 				GitHub: &GitHubContext{Repo: "keelrun/keel", PR: 22, Commit: "ab09ab4"}, Ancestors: []string{"wf-0", "wf-1"}, Path: []string{"fix the build"}},
@@ -141,7 +142,7 @@ func goldenPayloads() []struct {
 			Status: StatusLimit, WorkflowID: "wf-1", RunID: "run-1", Turns: 3, ToolCalls: 4, BlockedCalls: 1, GatewayCalls: 3,
 			GatewayAttempts: 5, FallbackCalls: 1, Compactions: 1, CompactionTokens: 700, ReconciledCalls: 1, Tokens: 1500,
 			CachedTokens: 800, Usage: goldenUsage, Limit: LimitTokens, Reason: "tokens", Answer: "partial", Class: ClassBudget,
-			Checks: 3, Waits: 1, WaitedMS: 7200000, ModelTokens: map[string]int64{"openai/gpt-x": 1500},
+			Checks: 3, Waits: 1, WaitedMS: 7200000, ModelTokens: map[string]int64{"openai/gpt-x": 1500}, Allowed: goldenAllowed,
 			Changes: &Changes{Files: []FileChange{{Path: "init.go", Change: FileCreated, Hidden: "ignored by .gitignore:1: init.go"}},
 				Created: 1, Changed: 2, Deleted: 3, Hidden: 1, More: 5, Note: "2 files were too big for a snapshot"},
 			Transcript: &Transcript{Head: "node-9", Pending: goldenMsgs}, Events: goldenEvents,

@@ -22,7 +22,25 @@ var (
 	// A listing returns it in clear, so a restarted bot finds a repository's running jobs from the
 	// server alone.
 	GitHubJobKey = temporal.NewSearchAttributeKeyKeywordList("KeelGitHubJob")
+	// TaskKey is the session's task on one line, at most ListedTaskRunes characters: the Web UI's
+	// workflow list shows a search attribute as a column, and nothing else of a session's (its
+	// summary and memo are not in a listing). It is in clear, so a starter whose payloads are
+	// encrypted (codec.keys) leaves it out.
+	TaskKey = temporal.NewSearchAttributeKeyKeyword("KeelTask")
 )
+
+// ListedTaskRunes bounds TaskKey's value, well under the server's size limit of a search attribute.
+const ListedTaskRunes = 120
+
+// ListedTask is a task as TaskKey holds it: its lines joined by spaces, at most ListedTaskRunes
+// characters, cut ones ending in "…".
+func ListedTask(task string) string {
+	line := strings.Join(strings.Fields(task), " ")
+	if r := []rune(line); len(r) > ListedTaskRunes {
+		line = string(r[:ListedTaskRunes-1]) + "…"
+	}
+	return line
+}
 
 // StartSearchAttributes are the search attributes a session starts with: running, and the pull
 // request it works on when its input names one, then the starter's own extra ones (a pull request

@@ -164,6 +164,8 @@ type Summary struct {
 	Waits       int              `json:"waits,omitempty"`
 	WaitedMS    int64            `json:"waited_ms,omitempty"`
 	ModelTokens map[string]int64 `json:"model_tokens,omitempty"`
+	// Allowed are the calls people allowed for the rest of the session at its approvals.
+	Allowed []Allowance `json:"allowed,omitempty"`
 	// Changes are the files the session created, changed or deleted in its work directory, and
 	// which of them git would not show; nil when the session has no work directory or ended
 	// before Keel listed them.

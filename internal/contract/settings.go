@@ -63,6 +63,9 @@ type Guards struct {
 	Rejected []string `json:"rejected,omitempty"`
 	// Breakers are the circuit breakers of the session's tools.
 	Breakers breaker.State `json:"breakers,omitzero"`
+	// Allowed are the calls people allowed for the rest of the session at an approval: calls
+	// they cover skip the approval gate. Only the session adds to them.
+	Allowed []Allowance `json:"allowed,omitempty"`
 }
 
 // TranscriptRef is where a session stands in its transcript: the head in the message store and

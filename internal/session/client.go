@@ -35,6 +35,9 @@ type Start struct {
 	Job bool
 	// Sink is the live event sink to attach when the session was running already.
 	Sink string
+	// Listed puts the task in the KeelTask search attribute, a column of the Web UI's list. It
+	// is in clear there, so leave it false when payloads are encrypted.
+	Listed bool
 }
 
 // Start starts a session, or attaches to the running one with the same ID (asking it for live
@@ -49,6 +52,9 @@ func (c Client) Start(ctx context.Context, s Start) (run client.WorkflowRun, ran
 		Memo:                     map[string]any{taskMemo: s.Task},
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		TypedSearchAttributes:    contract.StartSearchAttributes(s.Input),
+	}
+	if s.Listed {
+		opts.TypedSearchAttributes = contract.StartSearchAttributes(s.Input, contract.TaskKey.ValueSet(contract.ListedTask(s.Task)))
 	}
 	if s.Job {
 		// An ended job is refused by the server (reject duplicate). The SDK would hide that refusal
@@ -279,6 +285,9 @@ func approveUpdateID(d contract.ApprovalDecision) string {
 	text := fmt.Sprintf("%s\x00%t\x00%s", d.Digest, d.Approve, d.By)
 	if d.Reason != "" {
 		text += "\x00" + d.Reason
+	}
+	if d.AllowFor != "" {
+		text += "\x00allow:" + d.AllowFor
 	}
 	return "approve/" + d.CallID + "/" + contract.Digest(text)[:16]
 }

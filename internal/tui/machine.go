@@ -15,6 +15,7 @@ import (
 
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/textfmt"
+	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
 // State is what the terminal is doing, which decides what keys mean.
@@ -203,6 +204,24 @@ const (
 	ShowKeyText          = "[v] shows the whole call"
 )
 
+// ApprovalKeys are the answers the approval prompt offers for a call of tool: y and n, and the
+// two that allow more for the rest of the session (t every call of the tool; c, for run_command,
+// every call of exactly this command).
+func ApprovalKeys(tool string) string {
+	if tool == toolspec.RunCommand {
+		return "[y]es / [n]o / for this session: [t] any " + tool + ", [c] this command"
+	}
+	return "[y]es / [n]o / [t] any " + tool + " for this session"
+}
+
+// allowFlags are starter approve's flags that allow more than the call, as a passive line names them.
+func allowFlags(tool string) string {
+	if tool == toolspec.RunCommand {
+		return "--allow-tool | --allow-command"
+	}
+	return "--allow-tool"
+}
+
 // CallPreview is a call's argument text as a prompt shows it (textfmt.Preview): harmless, on one
 // line, whole up to n characters, else its start and end with how much is hidden and how to see it.
 func CallPreview(args string, n int, how string) string { return textfmt.Preview(args, n, how) }
@@ -307,10 +326,10 @@ func (m Model) status(st Status) (Model, []Effect) {
 		m.Offered = a.CallID
 		if m.Interactive && m.State == Following {
 			m.State, m.Approval = AskingApproval, a
-			fx = append(fx, Info{fmt.Sprintf("approve %s %s? [y]es / [n]o", a.Tool, CallPreview(a.Arguments, approvalShown, ShowKeyText))})
+			fx = append(fx, Info{fmt.Sprintf("approve %s %s? %s", a.Tool, CallPreview(a.Arguments, approvalShown, ShowKeyText), ApprovalKeys(a.Tool))})
 		} else {
 			show := fmt.Sprintf("`starter approve %s %s --show` prints the whole call", m.WorkflowID, a.CallID)
-			fx = append(fx, Info{fmt.Sprintf("%s %s waits for approval: starter approve %s %s --digest %s [--deny]", a.Tool, CallPreview(a.Arguments, approvalShownPassive, show), m.WorkflowID, a.CallID, a.Digest)})
+			fx = append(fx, Info{fmt.Sprintf("%s %s waits for approval: starter approve %s %s --digest %s [--deny | %s]", a.Tool, CallPreview(a.Arguments, approvalShownPassive, show), m.WorkflowID, a.CallID, a.Digest, allowFlags(a.Tool))})
 		}
 	}
 	if open && m.Asked != e.ID && m.Escalation != e.ID {
@@ -382,6 +401,15 @@ func (m Model) key(k Key) (Model, []Effect) {
 		a := m.Approval
 		m.State, m.Approval = Following, nil
 		return m, []Effect{SendApproval{contract.ApprovalDecision{CallID: a.CallID, Digest: a.Digest, Approve: true}}}
+	case m.State == AskingApproval && (ch == "t" || ch == "c"):
+		// "Yes, and do not ask again": this tool, or for run_command this exact command, runs
+		// without asking for the rest of the session (the session keeps the allowance).
+		a, scope := m.Approval, contract.AllowTool
+		if ch == "c" && a.Tool == toolspec.RunCommand {
+			scope = contract.AllowCommand
+		}
+		m.State, m.Approval = Following, nil
+		return m, []Effect{SendApproval{contract.ApprovalDecision{CallID: a.CallID, Digest: a.Digest, Approve: true, AllowFor: scope}}}
 	case m.State == AskingApproval && ch == "n":
 		// "No, and here is why": the reason reaches the model with the denial.
 		m.State = Reasoning
@@ -390,7 +418,7 @@ func (m Model) key(k Key) (Model, []Effect) {
 		a := m.Approval
 		whole := textfmt.Harmless(a.Arguments)
 		return m, []Effect{Info{fmt.Sprintf("the whole %s call (%s):\n%s", a.Tool, textfmt.Count(int64(utf8.RuneCountInString(whole)), "character"), whole)},
-			Info{fmt.Sprintf("approve the %s call above? [y]es / [n]o", a.Tool)}}
+			Info{fmt.Sprintf("approve the %s call above? %s", a.Tool, ApprovalKeys(a.Tool))}}
 	case m.State != AskingEscalation:
 		return m, nil
 	case ch == "r":
@@ -434,7 +462,7 @@ func (m Model) reasonInput(b []byte) (Model, []Effect) {
 	switch {
 	case len(b) == 1 && b[0] == 0x1b:
 		m.State = AskingApproval
-		return m, []Effect{CloseEditor{}, Info{fmt.Sprintf("approve the %s call above? [y]es / [n]o", m.Approval.Tool)}}
+		return m, []Effect{CloseEditor{}, Info{fmt.Sprintf("approve the %s call above? %s", m.Approval.Tool, ApprovalKeys(m.Approval.Tool))}}
 	case strings.IndexByte(string(b), 0x03) >= 0:
 		if m.Watching {
 			return m.detach(DetachCtrlC)
@@ -452,7 +480,7 @@ func (m Model) editDone(r EditDone) (Model, []Effect) {
 		a := m.Approval
 		if !r.OK {
 			m.State = AskingApproval
-			return m, []Effect{CloseEditor{}, Info{fmt.Sprintf("approve the %s call above? [y]es / [n]o", a.Tool)}}
+			return m, []Effect{CloseEditor{}, Info{fmt.Sprintf("approve the %s call above? %s", a.Tool, ApprovalKeys(a.Tool))}}
 		}
 		m.State, m.Approval = Following, nil
 		return m, []Effect{CloseEditor{LineEnded: true}, SendApproval{contract.ApprovalDecision{CallID: a.CallID, Digest: a.Digest, Reason: strings.TrimSpace(r.Line)}}}

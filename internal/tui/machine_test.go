@@ -40,7 +40,7 @@ func TestStep(t *testing.T) {
 	cancelKey := SendCancel{Reason: KeyCancelReason, Second: SecondKey}
 	retry := SendAnswer{contract.Answer{EscalationID: "esc-1", Action: contract.ActionRetry}}
 	abort := SendAnswer{contract.Answer{EscalationID: "esc-1", Action: contract.ActionAbort}}
-	approvePrompt := Info{`approve write_file {"path":"a.txt"}? [y]es / [n]o`}
+	approvePrompt := Info{`approve write_file {"path":"a.txt"}? [y]es / [n]o / [t] any write_file for this session`}
 
 	cases := []struct {
 		name string
@@ -69,7 +69,7 @@ func TestStep(t *testing.T) {
 		{"plain: an escalation names the command", plain, Status{Escalation: esc}, with(plain, func(m *Model) { m.Asked = "esc-1" }),
 			[]Effect{Info{"answer with: starter answer keel-run-1 esc-1 retry|edit|abort [--text ...]"}}},
 		{"plain: a call names the command", plain, Status{Approval: call}, with(plain, func(m *Model) { m.Offered = "c1" }),
-			[]Effect{Info{`write_file {"path":"a.txt"} waits for approval: starter approve keel-run-1 c1 --digest d1 [--deny]`}}},
+			[]Effect{Info{`write_file {"path":"a.txt"} waits for approval: starter approve keel-run-1 c1 --digest d1 [--deny | --allow-tool]`}}},
 
 		// AskingEscalation
 		{"asking: r retries", asking, Key{Ch: 'r'}, asking, []Effect{retry}},
@@ -84,7 +84,7 @@ func TestStep(t *testing.T) {
 		{"asking: gone closes the question", asking, Status{}, with(following, func(m *Model) { m.Asked = "esc-1" }), nil},
 		{"asking: a new escalation is asked", asking, Status{Escalation: other}, with(asking, func(m *Model) { m.Escalation, m.Asked = "esc-2", "esc-2" }), []Effect{ask}},
 		{"asking: a call waiting meanwhile names the command", asking, Status{Escalation: esc, Approval: call}, with(asking, func(m *Model) { m.Offered = "c1" }),
-			[]Effect{Info{`write_file {"path":"a.txt"} waits for approval: starter approve keel-run-1 c1 --digest d1 [--deny]`}}},
+			[]Effect{Info{`write_file {"path":"a.txt"} waits for approval: starter approve keel-run-1 c1 --digest d1 [--deny | --allow-tool]`}}},
 		{"asking: Esc cancels", asking, Key{Cancel: true, Esc: true}, cancelling, []Effect{cancelKey}},
 
 		// ConfirmingAbort
@@ -112,13 +112,19 @@ func TestStep(t *testing.T) {
 
 		// AskingApproval
 		{"approving: y approves", approving, Key{Ch: 'y'}, with(following, func(m *Model) { m.Offered = "c1" }), []Effect{SendApproval{contract.ApprovalDecision{CallID: "c1", Digest: "d1", Approve: true}}}},
+		{"approving: t approves and allows the tool", approving, Key{Ch: 't'}, with(following, func(m *Model) { m.Offered = "c1" }),
+			[]Effect{SendApproval{contract.ApprovalDecision{CallID: "c1", Digest: "d1", Approve: true, AllowFor: contract.AllowTool}}}},
+		{"approving: c on a tool without commands allows the tool", approving, Key{Ch: 'c'}, with(following, func(m *Model) { m.Offered = "c1" }),
+			[]Effect{SendApproval{contract.ApprovalDecision{CallID: "c1", Digest: "d1", Approve: true, AllowFor: contract.AllowTool}}}},
+		{"approving: c allows run_command's exact command", with(approving, func(m *Model) { m.Approval, m.Offered = call2, "c2" }), Key{Ch: 'C'}, with(following, func(m *Model) { m.Offered = "c2" }),
+			[]Effect{SendApproval{contract.ApprovalDecision{CallID: "c2", Digest: "d2", Approve: true, AllowFor: contract.AllowCommand}}}},
 		{"approving: N asks why", approving, Key{Ch: 'N'}, with(approving, func(m *Model) { m.State = Reasoning }), []Effect{Info{ReasonText}, OpenEditor{Prompt: ReasonPrompt}}},
 		{"reasoning: a line denies with it", with(approving, func(m *Model) { m.State = Reasoning }), EditDone{Line: " use edit_file ", OK: true}, with(following, func(m *Model) { m.Offered = "c1" }),
 			[]Effect{CloseEditor{LineEnded: true}, SendApproval{contract.ApprovalDecision{CallID: "c1", Digest: "d1", Reason: "use edit_file"}}}},
 		{"reasoning: an empty line denies without one", with(approving, func(m *Model) { m.State = Reasoning }), EditDone{Line: "", OK: true}, with(following, func(m *Model) { m.Offered = "c1" }),
 			[]Effect{CloseEditor{LineEnded: true}, SendApproval{contract.ApprovalDecision{CallID: "c1", Digest: "d1"}}}},
 		{"reasoning: Esc goes back to the prompt", with(approving, func(m *Model) { m.State = Reasoning }), EditInput{Bytes: []byte{0x1b}}, approving,
-			[]Effect{CloseEditor{}, Info{"approve the write_file call above? [y]es / [n]o"}}},
+			[]Effect{CloseEditor{}, Info{"approve the write_file call above? [y]es / [n]o / [t] any write_file for this session"}}},
 		{"reasoning: typing feeds the editor", with(approving, func(m *Model) { m.State = Reasoning }), EditInput{Bytes: []byte("ab")}, with(approving, func(m *Model) { m.State = Reasoning }),
 			[]Effect{FeedEditor{Bytes: []byte("ab")}}},
 		{"reasoning: Ctrl+C closes it and cancels", with(approving, func(m *Model) { m.State = Reasoning }), EditInput{Bytes: []byte{0x03}}, with(cancelling, func(m *Model) { m.Offered, m.Asked = "c1", "" }),
@@ -128,17 +134,17 @@ func TestStep(t *testing.T) {
 		{"watching: Esc at the approval detaches", with(approving, func(m *Model) { m.Watching = true }), Key{Cancel: true, Esc: true}, with(detached, func(m *Model) { m.Offered = "c1" }), []Effect{Detach{What: DetachEsc}}},
 		{"approving: r does nothing", approving, Key{Ch: 'r'}, approving, nil},
 		{"approving: v shows the whole call and asks again", approving, Key{Ch: 'v'}, approving,
-			[]Effect{Info{"the whole write_file call (16 characters):\n" + `{"path":"a.txt"}`}, Info{"approve the write_file call above? [y]es / [n]o"}}},
+			[]Effect{Info{"the whole write_file call (16 characters):\n" + `{"path":"a.txt"}`}, Info{"approve the write_file call above? [y]es / [n]o / [t] any write_file for this session"}}},
 		{"following: a long call says how much is hidden and how to see it", following, Status{Approval: long}, with(approving, func(m *Model) { m.Approval, m.Offered = long, "c3" }),
 			[]Effect{Info{`approve run_command {"command":"sh -c ': ` + strings.Repeat("=", 179) + "…[1600 of 2000 characters hidden; [v] shows the whole call]…" +
-				strings.Repeat("=", 177) + `; echo tail \u003e x'"}? [y]es / [n]o`}}},
+				strings.Repeat("=", 177) + `; echo tail \u003e x'"}? [y]es / [n]o / for this session: [t] any run_command, [c] this command`}}},
 		{"plain: a long call names the command that shows it", plain, Status{Approval: long}, with(plain, func(m *Model) { m.Offered = "c3" }),
 			[]Effect{Info{`run_command {"command":"sh -c ': ` + strings.Repeat("=", 99) + "…[1760 of 2000 characters hidden; `starter approve keel-run-1 c3 --show` prints the whole call]…" +
-				strings.Repeat("=", 97) + `; echo tail \u003e x'"} waits for approval: starter approve keel-run-1 c3 --digest d3 [--deny]`}}},
+				strings.Repeat("=", 97) + `; echo tail \u003e x'"} waits for approval: starter approve keel-run-1 c3 --digest d3 [--deny | --allow-tool | --allow-command]`}}},
 		{"approving: still waiting", approving, Status{Approval: call}, approving, nil},
 		{"approving: decided elsewhere closes it", approving, Status{}, with(following, func(m *Model) { m.Offered = "c1" }), nil},
 		{"approving: the next call asks", approving, Status{Approval: call2}, with(approving, func(m *Model) { m.Approval, m.Offered = call2, "c2" }),
-			[]Effect{Info{`approve run_command {"command":"ls"}? [y]es / [n]o`}}},
+			[]Effect{Info{`approve run_command {"command":"ls"}? [y]es / [n]o / for this session: [t] any run_command, [c] this command`}}},
 		{"approving: Ctrl+C cancels", approving, Key{Cancel: true}, with(cancelling, func(m *Model) { m.Asked, m.Offered = "", "c1" }), []Effect{cancelKey}},
 
 		// Cancelling
