@@ -10,47 +10,19 @@ import (
 	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/client"
 
 	"github.com/keelrun/keel/internal/contract"
-	"github.com/keelrun/keel/internal/devkit/demo"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
-	"github.com/keelrun/keel/internal/jsondur"
 )
 
 // TestDelegateThreeInParallel: a session whose model delegates three sub-agents in one reply runs
 // them as child sessions at the same time (each one's first model call arrives before any of them
 // has done its whole script), and its next model call gets the three results.
 func TestDelegateThreeInParallel(t *testing.T) {
-	workerBin, err := env.Build("./worker")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	gw := fakegw.New(fakegw.Options{})
-	if err := gw.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	defer gw.Close()
-	environ := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true", "KEEL_GATEWAY_BASE_URL="+gw.BaseURL()+"/v1")
-	w := &workerProc{bin: workerBin, env: environ, t: t}
-	w.start()
-	defer w.kill()
-
-	ws := t.TempDir()
-	if err := demo.CopyWorkspace(ws); err != nil {
-		t.Fatal(err)
-	}
-	run, err := env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: envValue(environ, "KEEL_TEMPORAL_TASK_QUEUE")},
-		contract.SessionWorkflow, scriptedInput(contract.SessionInput{
-			Task:     fakegw.WithMode("fix the failing test", fakegw.ModeDelegate),
-			Limits:   contract.Limits{MaxTurns: 60, DelegationDepth: 1, MaxChildren: 4},
-			Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: ws}, HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout)},
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sw := startScripted(t, scriptedOptions{})
+	run := sw.start(ctx, fakegw.ModeDelegate, contract.Limits{MaxTurns: 60, DelegationDepth: 1, MaxChildren: 4})
 	var sum contract.Summary
 	if err := run.Get(ctx, &sum); err != nil {
 		t.Fatal(err)
@@ -59,7 +31,7 @@ func TestDelegateThreeInParallel(t *testing.T) {
 		t.Fatalf("summary %+v", sum)
 	}
 
-	recs := gw.Stats().Records
+	recs := sw.gw.Stats().Records
 	var firsts []time.Time
 	for _, r := range recs {
 		if r.Mode == "" && r.First {
@@ -108,37 +80,12 @@ func TestDelegateThreeInParallel(t *testing.T) {
 // cross their parent's token limit; the whole tree stops within about one model call per
 // sub-agent of crossing it, and the parent's summary names the limit and the node.
 func TestDelegateTreeTokenLimit(t *testing.T) {
-	workerBin, err := env.Build("./worker")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	gw := fakegw.New(fakegw.Options{})
-	if err := gw.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	defer gw.Close()
-	environ := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true", "KEEL_GATEWAY_BASE_URL="+gw.BaseURL()+"/v1")
-	w := &workerProc{bin: workerBin, env: environ, t: t}
-	w.start()
-	defer w.kill()
-
-	ws := t.TempDir()
-	if err := demo.CopyWorkspace(ws); err != nil {
-		t.Fatal(err)
-	}
+	sw := startScripted(t, scriptedOptions{})
 	const limit = 5000 // the parent's call and three or four of its sub-agents' (each over 1,000 tokens)
-	run, err := env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: envValue(environ, "KEEL_TEMPORAL_TASK_QUEUE")},
-		contract.SessionWorkflow, scriptedInput(contract.SessionInput{
-			Task:     fakegw.WithMode("fix the failing test", fakegw.ModeDelegate),
-			Limits:   contract.Limits{MaxTurns: 60, MaxTokens: limit, DelegationDepth: 1, MaxChildren: 4},
-			Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: ws}, HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout)},
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = run.Get(ctx, nil)
+	run := sw.start(ctx, fakegw.ModeDelegate, contract.Limits{MaxTurns: 60, MaxTokens: limit, DelegationDepth: 1, MaxChildren: 4})
+	err := run.Get(ctx, nil)
 	sum, ok := contract.EndedSummary(err)
 	if !ok || sum.Status != contract.StatusLimit || sum.Limit != contract.LimitTokens {
 		t.Fatalf("want the tree stopped on its token limit; got %v, %+v", err, sum)
@@ -147,7 +94,7 @@ func TestDelegateTreeTokenLimit(t *testing.T) {
 		t.Errorf("the summary %q does not name the sub-agent whose charge crossed the limit", sum.Reason)
 	}
 	child := 0
-	for _, r := range gw.Stats().Records {
+	for _, r := range sw.gw.Stats().Records {
 		if r.Mode == "" {
 			child++
 		}
@@ -162,41 +109,16 @@ func TestDelegateTreeTokenLimit(t *testing.T) {
 // TestDelegateSurvivesWorkerKill: the worker is SIGKILLed while two sub-agents each run a command;
 // on a new worker every node completes, and no tool ran twice (the side-effect log).
 func TestDelegateSurvivesWorkerKill(t *testing.T) {
-	worker, err := env.Build("./internal/devkit/recworker")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	gw := fakegw.New(fakegw.Options{})
-	if err := gw.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	defer gw.Close()
 	effects := filepath.Join(t.TempDir(), "effects.jsonl")
-	environ := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true", "KEEL_GATEWAY_BASE_URL="+gw.BaseURL()+"/v1")
-	w := &workerProc{bin: worker, args: []string{"-effect-log", effects}, env: environ, t: t}
-	w.start()
-	defer w.kill()
-
-	ws := t.TempDir()
-	if err := demo.CopyWorkspace(ws); err != nil {
-		t.Fatal(err)
-	}
-	run, err := env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: envValue(environ, "KEEL_TEMPORAL_TASK_QUEUE")},
-		contract.SessionWorkflow, scriptedInput(contract.SessionInput{
-			Task:     fakegw.WithMode("fix the failing test", fakegw.ModeDelegateLong),
-			Limits:   contract.Limits{MaxTurns: 60, DelegationDepth: 1, MaxChildren: 4},
-			Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: ws}, HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout)},
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !waitFor(90*time.Second, func() bool { return len(processesIn(ws, "sleep", "15")) == 2 }) {
+	sw := startScripted(t, scriptedOptions{worker: "./internal/devkit/recworker", args: []string{"-effect-log", effects}})
+	run := sw.start(ctx, fakegw.ModeDelegateLong, contract.Limits{MaxTurns: 60, DelegationDepth: 1, MaxChildren: 4})
+	if !waitFor(90*time.Second, func() bool { return len(processesIn(sw.ws, "sleep", "15")) == 2 }) {
 		t.Fatal("the two sub-agents never ran their commands at the same time")
 	}
-	w.kill()
-	w.start()
+	sw.worker.kill()
+	sw.worker.start()
 
 	var sum contract.Summary
 	if err := run.Get(ctx, &sum); err != nil {
@@ -223,36 +145,11 @@ func TestDelegateSurvivesWorkerKill(t *testing.T) {
 // command and ends it alone; its sibling finishes, and the parent's model is told which one was
 // cancelled.
 func TestCancelOneSubAgent(t *testing.T) {
-	workerBin, err := env.Build("./worker")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	gw := fakegw.New(fakegw.Options{})
-	if err := gw.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	defer gw.Close()
-	environ := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true", "KEEL_GATEWAY_BASE_URL="+gw.BaseURL()+"/v1")
-	w := &workerProc{bin: workerBin, env: environ, t: t}
-	w.start()
-	defer w.kill()
-
-	ws := t.TempDir()
-	if err := demo.CopyWorkspace(ws); err != nil {
-		t.Fatal(err)
-	}
-	run, err := env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: envValue(environ, "KEEL_TEMPORAL_TASK_QUEUE")},
-		contract.SessionWorkflow, scriptedInput(contract.SessionInput{
-			Task:     fakegw.WithMode("fix the failing test", fakegw.ModeDelegateLong),
-			Limits:   contract.Limits{MaxTurns: 60, DelegationDepth: 1, MaxChildren: 4},
-			Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: ws}, HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout)},
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !waitFor(90*time.Second, func() bool { return len(processesIn(ws, "sleep", "15")) == 2 }) {
+	sw := startScripted(t, scriptedOptions{})
+	run := sw.start(ctx, fakegw.ModeDelegateLong, contract.Limits{MaxTurns: 60, DelegationDepth: 1, MaxChildren: 4})
+	if !waitFor(90*time.Second, func() bool { return len(processesIn(sw.ws, "sleep", "15")) == 2 }) {
 		t.Fatal("the two sub-agents never ran their commands at the same time")
 	}
 	resp, err := env.Client().ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
@@ -271,12 +168,12 @@ func TestCancelOneSubAgent(t *testing.T) {
 		t.Fatalf("running sub-agents %v, want 2", children)
 	}
 	victim := children[0]
-	if out, err := starterIn(environ, "cancel", victim); err != nil {
+	if out, err := starterIn(sw.env, "cancel", victim); err != nil {
 		t.Fatalf("starter cancel %s: %v\n%s", victim, err, out)
 	}
 	// The cancelled sub-agent's command is reaped long before its 15 s are up; the sibling's runs on.
-	if !waitFor(10*time.Second, func() bool { return len(processesIn(ws, "sleep", "15")) == 1 }) {
-		t.Errorf("the cancelled sub-agent's command was not reaped: %d sleeps run", len(processesIn(ws, "sleep", "15")))
+	if !waitFor(10*time.Second, func() bool { return len(processesIn(sw.ws, "sleep", "15")) == 1 }) {
+		t.Errorf("the cancelled sub-agent's command was not reaped: %d sleeps run", len(processesIn(sw.ws, "sleep", "15")))
 	}
 	var sum contract.Summary
 	if err := run.Get(ctx, &sum); err != nil {
