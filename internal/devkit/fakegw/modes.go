@@ -100,6 +100,9 @@ const (
 	// ModeDelegateLong makes the first call start two sub-agents whose first call runs
 	// "sleep 15" (ModeLongCommand), then the demo script: time to kill a worker under them.
 	ModeDelegateLong = "delegate_long"
+	// ModeDelegateEscalate makes the first call start two sub-agents on ModeBadArgs: each
+	// escalates and waits until a person answers it.
+	ModeDelegateEscalate = "delegate_escalate"
 )
 
 // DelegateCount is how many sub-agents ModeDelegate starts in its first reply.
@@ -170,6 +173,7 @@ var ModeTable = []ModeInfo{
 	{ModeDelegate, "the first reply starts three sub-agents with delegate, each fixing the demo on its own; the answer follows their results"},
 	{ModeDelegateFail, "the first reply starts one sub-agent whose model refuses, so it fails; the parent is told and answers"},
 	{ModeDelegateLong, "the first reply starts two sub-agents that each run sleep 15 first: time to kill a worker or cancel one"},
+	{ModeDelegateEscalate, "the first reply starts two sub-agents whose tool calls are broken until a person answers each one's escalation"},
 	{ModeUsageLimit, "the first model call gets 429 with Retry-After: 7200 once: a usage limit the session waits out on a timer (or escalates, when the reset is after its deadline)"},
 }
 

@@ -128,6 +128,8 @@ func decide(mode string, t transcript) reply {
 		return delegateReply(ex, ModeRefusal, 1)
 	case ModeDelegateLong:
 		return delegateReply(ex, ModeLongCommand, 2)
+	case ModeDelegateEscalate:
+		return delegateReply(ex, ModeBadArgs, 2)
 	}
 	if IsEscapeClass(mode) {
 		return escapeReply(t, ex, mode)
