@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -342,4 +343,37 @@ func TestSubAgentEscalationsAnsweredApart(t *testing.T) {
 	if finished != 2 {
 		t.Errorf("%d sub-agents finished, want 2; events %+v", finished, sum.Events)
 	}
+}
+
+// TestSubAgentGetsOnlyWhatIsLeft: a sub-agent asked for far more turns and tokens than its
+// parent has (fakegw.GreedyAsk) is started with what its parent had left after the turn that
+// delegated, and still finishes its task within it.
+func TestSubAgentGetsOnlyWhatIsLeft(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	sw := startScripted(t, scriptedOptions{})
+	parent := contract.Limits{MaxTurns: 30, MaxTokens: 200_000, DelegationDepth: 1, MaxChildren: 4}
+	run := sw.start(ctx, fakegw.ModeDelegateGreedy, parent)
+	var sum contract.Summary
+	if err := run.Get(ctx, &sum); err != nil || sum.Status != contract.StatusCompleted {
+		t.Fatalf("the parent: %v, %+v", err, sum)
+	}
+	var id string
+	for _, e := range sum.Events {
+		if e.Event == contract.EventToolResult && e.Tool == "delegate" {
+			id = regexp.MustCompile(regexp.QuoteMeta(run.GetID()+"/sub-") + `[A-Za-z0-9_-]+`).FindString(e.Text)
+		}
+	}
+	if id == "" {
+		t.Fatalf("no delegate result names the sub-agent; events %+v", sum.Events)
+	}
+	child := sessionInput(ctx, t, id).Limits
+	// After its first turn the parent has 29 turns left, and its tokens less that turn's call.
+	if child.MaxTurns != parent.MaxTurns-1 {
+		t.Errorf("the sub-agent was given %d turns, want the %d its parent had left (it asked for 1,000)", child.MaxTurns, parent.MaxTurns-1)
+	}
+	if child.MaxTokens <= 0 || child.MaxTokens >= parent.MaxTokens {
+		t.Errorf("the sub-agent was given %d tokens, want less than its parent's %d (it asked for 100 million)", child.MaxTokens, parent.MaxTokens)
+	}
+	t.Logf("asked %s; given %d turns and %d tokens", fakegw.GreedyAsk, child.MaxTurns, child.MaxTokens)
 }
