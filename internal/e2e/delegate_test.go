@@ -275,8 +275,22 @@ func TestSubAgentEscalationsAnsweredApart(t *testing.T) {
 		"KEEL_ESCALATION_SLACK_CHANNEL=" + e2eSlackChannel,
 		"KEEL_ESCALATION_SLACK_API_URL=" + sl.srv.GetAPIURL(),
 	}})
-	run := sw.start(ctx, fakegw.ModeDelegateEscalate, contract.Limits{MaxTurns: 60, DelegationDepth: 1, MaxChildren: 4})
+	// The starter puts the configured channels in a session's input; a client start names them.
+	run := sw.start(ctx, fakegw.ModeDelegateEscalate, contract.Limits{MaxTurns: 60, DelegationDepth: 1, MaxChildren: 4},
+		func(in *contract.SessionInput) { in.Escalation.Channels = []string{contract.ChannelSlack} })
 
+	// A sub-agent on broken arguments escalates after its repair attempts run out.
+	if !waitFor(120*time.Second, func() bool {
+		waiting := 0
+		for _, id := range runningChildren(ctx, t, run.GetID()) {
+			if st, err := (session.TemporalAnswerer{Client: env.Client()}).Status(ctx, id); err == nil && st.Escalation != nil {
+				waiting++
+			}
+		}
+		return waiting == 2
+	}) {
+		t.Fatal("the two sub-agents never both waited on an escalation")
+	}
 	notices := map[string]postedNotice{}
 	for i := range 2 {
 		post := waitNth(t, sl, "chat.postMessage", &sl.posts, i)

@@ -71,15 +71,19 @@ func startScripted(t *testing.T, opts scriptedOptions) *scriptedWorker {
 
 // start starts a session by client on the worker's task queue: the demo task in the given
 // injection mode, in the work directory, with the given limits and a heartbeat timeout short
-// enough for a test that kills the worker.
-func (s *scriptedWorker) start(ctx context.Context, mode string, limits contract.Limits) client.WorkflowRun {
+// enough for a test that kills the worker; edits change the input further before it starts.
+func (s *scriptedWorker) start(ctx context.Context, mode string, limits contract.Limits, edits ...func(*contract.SessionInput)) client.WorkflowRun {
 	s.t.Helper()
+	in := scriptedInput(contract.SessionInput{
+		Task:     fakegw.WithMode("fix the failing test", mode),
+		Limits:   limits,
+		Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: s.ws}, HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout)},
+	})
+	for _, e := range edits {
+		e(&in)
+	}
 	run, err := env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: envValue(s.env, "KEEL_TEMPORAL_TASK_QUEUE")},
-		contract.SessionWorkflow, scriptedInput(contract.SessionInput{
-			Task:     fakegw.WithMode("fix the failing test", mode),
-			Limits:   limits,
-			Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: s.ws}, HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout)},
-		}))
+		contract.SessionWorkflow, in)
 	if err != nil {
 		s.t.Fatal(err)
 	}
