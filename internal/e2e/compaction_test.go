@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/keelrun/keel/internal/contract"
-	"github.com/keelrun/keel/internal/devkit/demo"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
 	"github.com/keelrun/keel/internal/devkit/testenv"
 )
@@ -20,23 +19,8 @@ import (
 // which the compaction folded, gives the model all of the original's first two turns, not the
 // summary.
 func TestCompactionThenForkSeesFullTranscript(t *testing.T) {
-	gw := fakegw.New(fakegw.Options{})
-	if err := gw.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	defer gw.Close()
-	environ := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true", "KEEL_GATEWAY_BASE_URL="+gw.BaseURL()+"/v1", "KEEL_LIMITS_CONTEXT_TOKENS=100")
-	workerBin, err := env.Build("./worker")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &workerProc{bin: workerBin, env: environ, t: t}
-	w.start()
-	defer w.kill()
-	ws := t.TempDir()
-	if err := demo.CopyWorkspace(ws); err != nil {
-		t.Fatal(err)
-	}
+	sw := startScripted(t, scriptedOptions{env: []string{"KEEL_LIMITS_CONTEXT_TOKENS=100"}})
+	gw, environ, ws := sw.gw, sw.env, sw.ws
 
 	orig := runIn(t, environ, "run", "--workdir", ws, "--output", "jsonl", "fix the failing test")
 	sum := orig.Summary

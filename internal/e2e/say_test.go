@@ -7,12 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/client"
-
 	"github.com/keelrun/keel/internal/contract"
-	"github.com/keelrun/keel/internal/devkit/demo"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
-	"github.com/keelrun/keel/internal/jsondur"
 )
 
 // TestSayReachesTheNextModelCallOnce sends `starter say` to a session that is waiting on a model
@@ -33,35 +29,14 @@ func TestSayReachesTheNextModelCallOnce(t *testing.T) {
 			return len(processesIn(ws, "sleep", "15")) == 1
 		}},
 	}
-	workerBin, err := env.Build("./worker")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			gw := fakegw.New(fakegw.Options{SlowStreamDuration: 6 * time.Second})
-			if err := gw.Start("127.0.0.1:0"); err != nil {
-				t.Fatal(err)
-			}
-			defer gw.Close()
-			environ := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true", "KEEL_GATEWAY_BASE_URL="+gw.BaseURL()+"/v1")
-			w := &workerProc{bin: workerBin, env: environ, t: t}
-			w.start()
-			defer w.kill()
-
-			ws := t.TempDir()
-			if err := demo.CopyWorkspace(ws); err != nil {
-				t.Fatal(err)
-			}
-			run, err := env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: envValue(environ, "KEEL_TEMPORAL_TASK_QUEUE")},
-				contract.SessionWorkflow, contract.SessionInput{Task: fakegw.WithMode("fix the failing test", c.mode), Limits: contract.Limits{MaxTurns: 20},
-					Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: ws}, HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout)}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !waitFor(60*time.Second, func() bool { return c.ready(gw, ws) }) {
+			sw := startScripted(t, scriptedOptions{gateway: fakegw.Options{SlowStreamDuration: 6 * time.Second}})
+			gw, environ := sw.gw, sw.env
+			run := sw.start(ctx, c.mode, contract.Limits{MaxTurns: 20})
+			if !waitFor(60*time.Second, func() bool { return c.ready(gw, sw.ws) }) {
 				t.Fatal("the turn never got to the point of the test")
 			}
 			text := "please keep the fix to one line (" + c.mode + ")"
@@ -70,8 +45,8 @@ func TestSayReachesTheNextModelCallOnce(t *testing.T) {
 			if err != nil || !strings.Contains(out, "queued for the next model call") {
 				t.Fatalf("starter say: %v\n%s", err, out)
 			}
-			w.kill()
-			w.start()
+			sw.worker.kill()
+			sw.worker.start()
 
 			var sum contract.Summary
 			if err := run.Get(ctx, &sum); err != nil {

@@ -14,12 +14,9 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/client"
 
 	"github.com/keelrun/keel/internal/contract"
-	"github.com/keelrun/keel/internal/devkit/demo"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
-	"github.com/keelrun/keel/internal/jsondur"
 )
 
 // TestWorkerDiesMidTool kills the worker process while a command runs. The command's process dies
@@ -30,33 +27,12 @@ import (
 func TestWorkerDiesMidTool(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	workerBin, err := env.Build("./internal/devkit/recworker")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := fakegw.New(fakegw.Options{})
-	if err := gw.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	defer gw.Close()
 	metricsAddr := freeAddr(t)
 	effects := filepath.Join(t.TempDir(), "effects.jsonl")
-	environ := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true", "KEEL_GATEWAY_BASE_URL="+gw.BaseURL()+"/v1",
-		"KEEL_METRICS_ADDRESS="+metricsAddr)
-	w := &workerProc{bin: workerBin, args: []string{"-effect-log", effects}, env: environ, t: t}
-	w.start()
-	defer w.kill()
-
-	ws := t.TempDir()
-	if err := demo.CopyWorkspace(ws); err != nil {
-		t.Fatal(err)
-	}
-	run, err := env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: envValue(environ, "KEEL_TEMPORAL_TASK_QUEUE")},
-		contract.SessionWorkflow, contract.SessionInput{Task: fakegw.WithMode("fix the failing test", fakegw.ModeLongCommand), Limits: contract.Limits{MaxTurns: 20},
-			Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: ws}, HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sw := startScripted(t, scriptedOptions{worker: "./internal/devkit/recworker", args: []string{"-effect-log", effects},
+		env: []string{"KEEL_METRICS_ADDRESS=" + metricsAddr}})
+	w, ws, environ := sw.worker, sw.ws, sw.env
+	run := sw.start(ctx, fakegw.ModeLongCommand, contract.Limits{MaxTurns: 20})
 	if !waitFor(60*time.Second, func() bool { return len(processesIn(ws, "sleep", "15")) == 1 }) {
 		t.Fatal("the long command never started")
 	}

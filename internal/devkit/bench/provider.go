@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,7 +35,15 @@ type Scripted struct {
 	// Command, when set, is the command each tool turn asks run_command to run, instead of
 	// listing the work directory.
 	Command string
+	// Delegate, when set, makes a session's first tool turn start that many sub-agents with the
+	// delegate tool instead of its tool call; each sub-agent (its task starts with SubAgentTask)
+	// runs the plain script of ToolTurns tool turns and the answer, so a tree's parent spends the
+	// same turns as a session without children.
+	Delegate int
 }
+
+// SubAgentTask starts the task of every sub-agent a Scripted model delegates to.
+const SubAgentTask = "bench sub-agent"
 
 // streamDelta is how often a slow scripted reply sends a delta, about a fast model's pace.
 const streamDelta = 100 * time.Millisecond
@@ -63,6 +72,19 @@ func (s *Scripted) Stream(ctx context.Context, req gateway.Request, onDelta func
 	if turn > s.ToolTurns {
 		onDelta(FinalAnswer)
 		return gateway.Response{Message: contract.Message{Role: contract.RoleAssistant, Content: FinalAnswer}, Usage: usage, StopReason: "stop"}, nil
+	}
+	if turn == 1 && s.Delegate > 0 && !strings.HasPrefix(task, SubAgentTask) {
+		onDelta("delegating")
+		calls := make([]contract.ToolCall, s.Delegate)
+		for i := range calls {
+			calls[i] = contract.ToolCall{ID: fmt.Sprintf("delegate-%d", i+1), Name: toolspec.Delegate,
+				Arguments: fmt.Sprintf(`{"task":%q}`, fmt.Sprintf("%s %d of %d: %s", SubAgentTask, i+1, s.Delegate, task))}
+		}
+		return gateway.Response{
+			Message:    contract.Message{Role: contract.RoleAssistant, Content: "delegating", ToolCalls: calls},
+			Usage:      usage,
+			StopReason: "tool_calls",
+		}, nil
 	}
 	onDelta("listing")
 	call := contract.ToolCall{ID: fmt.Sprintf("call-%d", turn), Name: toolspec.ListDir, Arguments: listDirArgs[turn%2]}

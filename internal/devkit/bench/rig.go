@@ -154,7 +154,13 @@ func (r *Rig) startOptions(id string) client.StartWorkflowOptions {
 // StartSession starts one AgentSession with the given task (unique per session: the scripted
 // model keys its stamps by it).
 func (r *Rig) StartSession(ctx context.Context, id, task string) (client.WorkflowRun, error) {
-	in := contract.SessionInput{Task: task, Limits: contract.Limits{MaxTurns: r.opts.ToolTurns + 5}}
+	return r.StartSessionWith(ctx, id, task, contract.Limits{MaxTurns: r.opts.ToolTurns + 5})
+}
+
+// StartSessionWith starts one AgentSession with the given limits (a tree's parent needs turns for
+// its sub-agents and a delegation depth).
+func (r *Rig) StartSessionWith(ctx context.Context, id, task string, limits contract.Limits) (client.WorkflowRun, error) {
+	in := contract.SessionInput{Task: task, Limits: limits}
 	in.Workdir, in.HeartbeatTimeout = r.Workdir, jsondur.Duration(r.opts.HeartbeatTimeout)
 	run, err := r.Client.ExecuteWorkflow(ctx, r.startOptions(id), contract.SessionWorkflow, in)
 	if err != nil {

@@ -24,6 +24,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, wf wire, t trans
 		First:     !t.hasAssistant() && !t.isCompactRequest(),
 		Strict:    strings.Contains(t.allText(), contract.StrictInstruction),
 		Persons:   t.personTexts(),
+		Task:      t.task(),
 		Reasoning: t.Reasoning,
 		Compact:   t.isCompactRequest(), Summarised: len(t.summaries()) > 0, Calls: t.seenCalls(),
 	}

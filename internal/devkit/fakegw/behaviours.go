@@ -113,10 +113,13 @@ func offeredFallback(text string) (call, bool) {
 
 // delegateReply starts n sub-agents in one reply, each with a task whose mode line is childMode,
 // and answers once every delegate call has its result.
-func delegateReply(ex []exchange, childMode string, n int) reply {
+func delegateReply(ex []exchange, childMode string, n int, ask string) reply {
 	calls := make([]call, n)
 	for i := range calls {
 		calls[i] = toolCall("delegate", "task", WithMode(fmt.Sprintf("Sub-task %d of %d: make go test ./... pass in this directory.", i+1, n), childMode))
+		if ask != "" {
+			calls[i].Args = strings.TrimSuffix(calls[i].Args, "}") + "," + ask + "}"
+		}
 	}
 	back := 0
 	for _, e := range ex {

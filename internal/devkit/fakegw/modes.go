@@ -100,7 +100,16 @@ const (
 	// ModeDelegateLong makes the first call start two sub-agents whose first call runs
 	// "sleep 15" (ModeLongCommand), then the demo script: time to kill a worker under them.
 	ModeDelegateLong = "delegate_long"
+	// ModeDelegateEscalate makes the first call start two sub-agents on ModeBadArgs: each
+	// escalates and waits until a person answers it.
+	ModeDelegateEscalate = "delegate_escalate"
+	// ModeDelegateGreedy makes the first call start one sub-agent on the demo script, asking
+	// for GreedyAsk: more turns and tokens than any test session has.
+	ModeDelegateGreedy = "delegate_greedy"
 )
+
+// GreedyAsk is the limits ModeDelegateGreedy's delegate call asks for, as JSON fields.
+const GreedyAsk = `"max_turns":1000,"max_tokens":100000000`
 
 // DelegateCount is how many sub-agents ModeDelegate starts in its first reply.
 const DelegateCount = 3
@@ -170,6 +179,8 @@ var ModeTable = []ModeInfo{
 	{ModeDelegate, "the first reply starts three sub-agents with delegate, each fixing the demo on its own; the answer follows their results"},
 	{ModeDelegateFail, "the first reply starts one sub-agent whose model refuses, so it fails; the parent is told and answers"},
 	{ModeDelegateLong, "the first reply starts two sub-agents that each run sleep 15 first: time to kill a worker or cancel one"},
+	{ModeDelegateEscalate, "the first reply starts two sub-agents whose tool calls are broken until a person answers each one's escalation"},
+	{ModeDelegateGreedy, "the first reply starts one sub-agent asking for 1,000 turns and 100 million tokens; it gets what its parent has left"},
 	{ModeUsageLimit, "the first model call gets 429 with Retry-After: 7200 once: a usage limit the session waits out on a timer (or escalates, when the reset is after its deadline)"},
 }
 

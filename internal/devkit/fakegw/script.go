@@ -123,11 +123,15 @@ func decide(mode string, t transcript) reply {
 	case ModeHostileText:
 		return hostileReply(ex)
 	case ModeDelegate:
-		return delegateReply(ex, "", DelegateCount)
+		return delegateReply(ex, "", DelegateCount, "")
 	case ModeDelegateFail:
-		return delegateReply(ex, ModeRefusal, 1)
+		return delegateReply(ex, ModeRefusal, 1, "")
 	case ModeDelegateLong:
-		return delegateReply(ex, ModeLongCommand, 2)
+		return delegateReply(ex, ModeLongCommand, 2, "")
+	case ModeDelegateEscalate:
+		return delegateReply(ex, ModeBadArgs, 2, "")
+	case ModeDelegateGreedy:
+		return delegateReply(ex, "", 1, GreedyAsk)
 	}
 	if IsEscapeClass(mode) {
 		return escapeReply(t, ex, mode)

@@ -31,6 +31,9 @@ type Record struct {
 	// (contract.PersonPrefix: an escalation edit or a steering message), in order, so a test can
 	// check what each model call was given.
 	Persons []string
+	// Task is the conversation's first user message, the session's task, so a test can tell
+	// the sessions of a tree (each sub-agent has its own task) apart.
+	Task string
 	// Reasoning counts the reasoning items a Responses request handed back, each one the fake
 	// sent, intact (a request with an altered or bare one is refused with 400).
 	Reasoning int

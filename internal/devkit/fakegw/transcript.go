@@ -64,6 +64,16 @@ func (t transcript) personTexts() []string {
 	return out
 }
 
+// task is the first user message's text: the session's task.
+func (t transcript) task() string {
+	for _, m := range t.Messages {
+		if m.Role == "user" {
+			return m.Text
+		}
+	}
+	return ""
+}
+
 // allText is every piece of text in the request, for substring checks.
 func (t transcript) allText() string {
 	var b strings.Builder
