@@ -30,24 +30,13 @@ func diffCmd(g *globals) *cobra.Command {
 		Short:   "Show what a session changed in its work directory, or what one turn changed, from the snapshots its workers keep",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			given := cmd.Flags().Changed("turn")
-			if given && turn < 1 {
-				return usageErr("--turn must be 1 or more")
-			}
-			return withConfig(g, cmd, func(ctx context.Context, cfg config.Config, c client.Client) error {
-				if err := resolveArg(ctx, c, &args[0]); err != nil {
-					return err
-				}
-				wid, snaps := args[0], app.Snapshots(cfg)
-				if !given {
-					turn = 0
-				}
+			return withSnapshots(g, cmd, args[0], turn, func(ctx context.Context, _ client.Client, wid string, snaps *snapshot.Store, turn int) error {
 				before, after, err := turnSnapshots(snaps, wid, turn)
 				if err != nil {
 					return err
 				}
 				what := fmt.Sprintf("session %s from its start to turn %d", wid, after.Turn)
-				if given {
+				if turn > 0 {
 					what = fmt.Sprintf("turn %d of %s", turn, wid)
 					if after.Turn != turn {
 						fmt.Fprintf(g.stdout, "%s changed no files\n", what)
@@ -71,15 +60,7 @@ func undoCmd(g *globals) *cobra.Command {
 		Short:   "Take back the file changes of an ended session's last turn (or turn N) in its work directory; refused when a file changed since",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			given := cmd.Flags().Changed("turn")
-			if given && turn < 1 {
-				return usageErr("--turn must be 1 or more")
-			}
-			return withConfig(g, cmd, func(ctx context.Context, cfg config.Config, c client.Client) error {
-				if err := resolveArg(ctx, c, &args[0]); err != nil {
-					return err
-				}
-				wid := args[0]
+			return withSnapshots(g, cmd, args[0], turn, func(ctx context.Context, c client.Client, wid string, snaps *snapshot.Store, turn int) error {
 				if _, ended, err := (session.Client{Temporal: c}).Ended(ctx, wid); err != nil {
 					return err
 				} else if !ended {
@@ -89,10 +70,7 @@ func undoCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if !given {
-					turn = 0
-				}
-				done, err := undoTurn(app.Snapshots(cfg), wid, in.Workdir, turn)
+				done, err := undoTurn(snaps, wid, in.Workdir, turn)
 				if err != nil {
 					return err
 				}
@@ -103,6 +81,23 @@ func undoCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().IntVar(&turn, "turn", 0, "the turn to take back (default: the last one whose changes are still in the work directory)")
 	return cmd
+}
+
+// withSnapshots is withConfig for diff and undo: it checks --turn (0 when not given: the whole
+// session, or the last turn still in the work directory), resolves the session ID as typed and
+// opens the snapshot store its workers keep.
+func withSnapshots(g *globals, cmd *cobra.Command, id string, turn int, f func(ctx context.Context, c client.Client, wid string, snaps *snapshot.Store, turn int) error) error {
+	if !cmd.Flags().Changed("turn") {
+		turn = 0
+	} else if turn < 1 {
+		return usageErr("--turn must be 1 or more")
+	}
+	return withConfig(g, cmd, func(ctx context.Context, cfg config.Config, c client.Client) error {
+		if err := resolveArg(ctx, c, &id); err != nil {
+			return err
+		}
+		return f(ctx, c, id, app.Snapshots(cfg), turn)
+	})
 }
 
 // turnSnapshots are the work directory before and after turn (turn 0: the session's first

@@ -27,8 +27,9 @@ const stubModule = "keelstubmcp"
 // include, an exclude entry hiding a Go file, a commondir pointing at a configuration of its own,
 // by the file tools, by commands, through a link and by moving .git or its hooks aside. Every
 // attempt fails or is undone and the model is told so, while git add and commit still work in
-// the sandbox. Afterwards git status, git commit and the alias, run by the host user in the work
-// directory, leave no canary. The worker's MCP server, configured as `python3 -m NAME`, is the
+// the sandbox. Afterwards git status, git commit, the alias and go run (stamping version control
+// information, so go runs git too), run by the host user in the work directory, leave no canary,
+// and the Go file the model tried to hide is listed by the session's review and tracked by git. The worker's MCP server, configured as `python3 -m NAME`, is the
 // genuine module and not the NAME.py planted in the work directory.
 func TestEscapeAfterSandbox(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -49,10 +50,14 @@ func TestEscapeAfterSandbox(t *testing.T) {
 		}
 	}
 	hostGit(t, ws, "init", "-q", ".")
-	if err := os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
-		t.Fatal(err)
+	// A benign Go program: go run on the host builds it, and a build that stamps version
+	// control information runs git in the work directory.
+	for name, text := range map[string]string{"go.mod": "module escape\n\ngo 1.22\n", "main.go": "package main\n\nfunc main() {}\n"} {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	hostGit(t, ws, "add", "main.go")
+	hostGit(t, ws, "add", "go.mod", "main.go")
 	hostGit(t, ws, "commit", "-q", "-m", "first")
 	// No .git/info: the model's attempt to create one is undone, not refused by a mount.
 	if err := os.RemoveAll(filepath.Join(ws, ".git", "info")); err != nil {
@@ -117,24 +122,63 @@ func TestEscapeAfterSandbox(t *testing.T) {
 		}
 	}
 
-	// The host user types git in the work directory.
-	for _, args := range [][]string{{"status"}, {"commit", "-q", "--allow-empty", "-m", "by the user"}} {
-		if out, err := userGit(ws, args...); err != nil {
-			t.Errorf("git %v as the host user: %v\n%s", args, err, out)
-		}
-	}
-	if out, err := userGit(ws, "st"); err == nil {
-		t.Errorf("git st ran as an alias: %s", out)
-	}
-	if err := exec.Command("git", "-C", ws, "check-ignore", "-q", fakegw.EscapeGitHidden).Run(); err == nil {
-		t.Errorf("%s is hidden from git status", fakegw.EscapeGitHidden)
-	}
-	if left, _ := os.ReadDir(canary); len(left) > 0 {
+	// canaries lists what the payloads left in the canary folder, and empties it, so each
+	// command below is charged with its own.
+	canaries := func() []string {
+		left, _ := os.ReadDir(canary)
 		var names []string
 		for _, e := range left {
 			names = append(names, e.Name())
+			_ = os.RemoveAll(filepath.Join(canary, e.Name()))
 		}
-		t.Errorf("git or the worker ran what the model wrote; canaries: %v", names)
+		return names
+	}
+	if c := canaries(); len(c) > 0 {
+		t.Errorf("the worker ran what the model wrote; canaries: %v", c)
+	}
+	// The hidden Go file is not hidden: the session's review lists it as created and not hidden
+	// from git status, and git tracks it (the model committed it) and does not ignore it. go run
+	// on the host runs it, as it runs any Go file the model wrote; what Keel guarantees is that
+	// the user sees it.
+	listed := false
+	if sum.Changes != nil {
+		for _, f := range sum.Changes.Files {
+			if f.Path == fakegw.EscapeGitHidden {
+				listed = f.Change == contract.FileCreated && f.Hidden == ""
+			}
+		}
+	}
+	if !listed {
+		t.Errorf("the session's review does not list %s as created and shown by git status: %+v", fakegw.EscapeGitHidden, sum.Changes)
+	}
+	// The host user types git and go in the work directory. go run stamps no version control
+	// information at the default -buildvcs=auto (only go build and go install do), so it is
+	// run a second time as a user whose GOFLAGS ask for it: then go runs git status there.
+	goRun := func(flags ...string) *exec.Cmd {
+		cmd := exec.Command("go", append(append([]string{"run"}, flags...), ".")...)
+		cmd.Dir, cmd.Env = ws, append(os.Environ(), "GOFLAGS=-buildvcs=auto", "GOTOOLCHAIN=local")
+		return cmd
+	}
+	for _, h := range []struct {
+		name string
+		cmd  *exec.Cmd
+		code int // the exit status wanted
+	}{
+		{"git status", userGitCmd(ws, "status"), 0},
+		{"git commit", userGitCmd(ws, "commit", "-q", "--allow-empty", "-m", "by the user"), 0},
+		{"git st", userGitCmd(ws, "st"), 1},                                                                                  // no alias: not a git command
+		{"git ls-files " + fakegw.EscapeGitHidden, userGitCmd(ws, "ls-files", "--error-unmatch", fakegw.EscapeGitHidden), 0}, // tracked
+		{"git check-ignore " + fakegw.EscapeGitHidden, userGitCmd(ws, "check-ignore", "-q", fakegw.EscapeGitHidden), 1},      // not ignored
+		{"go run .", goRun(), 0},
+		{"go run -buildvcs=true .", goRun("-buildvcs=true"), 0},
+	} {
+		out, err := h.cmd.CombinedOutput()
+		if h.cmd.ProcessState.ExitCode() != h.code {
+			t.Errorf("%s as the host user: %v (want exit status %d)\n%s", h.name, err, h.code, out)
+		}
+		if c := canaries(); len(c) > 0 {
+			t.Errorf("%s as the host user ran what the model wrote; canaries: %v", h.name, c)
+		}
 	}
 	if now, err := os.ReadFile(filepath.Join(ws, ".git", "config")); err != nil || !bytes.Equal(now, config) {
 		t.Errorf(".git/config changed: %v\n%s", err, now)
@@ -156,9 +200,14 @@ func hostGit(t *testing.T, dir string, args ...string) {
 
 // userGit runs git in dir as the test's user, as the user of the machine would.
 func userGit(dir string, args ...string) ([]byte, error) {
+	return userGitCmd(dir, args...).CombinedOutput()
+}
+
+// userGitCmd is the git command userGit runs.
+func userGitCmd(dir string, args ...string) *exec.Cmd {
 	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
 	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=u", "GIT_AUTHOR_EMAIL=u@example.com", "GIT_COMMITTER_NAME=u", "GIT_COMMITTER_EMAIL=u@example.com")
-	return cmd.CombinedOutput()
+	return cmd
 }
 
 // TestRunDevShowsWeakerSandbox: `starter run --dev` on a machine where commands get no cgroup (the

@@ -56,7 +56,14 @@ func (s *Store) SessionChanges(session string) ([]Change, string, error) {
 		last = m
 		break
 	}
-	changes, unknown := Diff(first, last)
+	all, unknown := Diff(first, last)
+	// A folder made or removed is no entry of a change list: the files in it are.
+	var changes []Change
+	for _, c := range all {
+		if !noFile(c.Before) || !noFile(c.After) {
+			changes = append(changes, c)
+		}
+	}
 	if unknown > 0 {
 		notes = append(notes, fmt.Sprintf("%s too big, too deep or too many for a snapshot could not be compared (up to %d MiB a file, %d files)",
 			textfmt.Count(int64(unknown), "file"), MaxFileSize>>20, MaxEntries))
@@ -67,17 +74,11 @@ func (s *Store) SessionChanges(session string) ([]Change, string, error) {
 	return changes, strings.Join(notes, "; "), nil
 }
 
-// Diff is Changes for a change list: files and links only (a folder made or removed is no
-// entry of its own), a path b skipped that a never had counted as created (its content was not
-// kept, but that it appeared is known), and unknown counting the other skipped paths, whose
-// change cannot be told.
+// Diff is Changes plus what it leaves out, the paths either snapshot skipped: one b skipped
+// that a never had is added as created (its content was not kept, but that it appeared is
+// known), and unknown counts the others, whose change cannot be told.
 func Diff(a, b Manifest) (changes []Change, unknown int) {
-	for _, c := range Changes(a, b) {
-		if noFile(c.Before) && noFile(c.After) {
-			continue
-		}
-		changes = append(changes, c)
-	}
+	changes = Changes(a, b)
 	before, skippedA, skippedB := index(a), namesOf(a.Skipped), namesOf(b.Skipped)
 	for p := range skippedB {
 		if _, had := before[p]; !had && !skippedA[p] {
