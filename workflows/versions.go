@@ -48,4 +48,8 @@ const (
 	// versionDenyReason: a denied call's feedback carries the reason the person gave. Asked only
 	// when a decision has a reason, which no turn from before it had.
 	versionDenyReason = "deny-reason"
+	// versionPushBranch: an ending session that ran in a workspace made from git pushes its
+	// changes as the branch keel/<session> (the PushBranch activity). Asked once, when such a
+	// session ends; sessions on a directory of their own and sub-agents never ask.
+	versionPushBranch = "push-branch"
 )

@@ -37,6 +37,8 @@ func TestEveryMarkerHasItsFixtures(t *testing.T) {
 		{versionReviewChanges, "plain-session", ""},
 		// Asked only when a person denies a call with a reason.
 		{versionDenyReason, "plain-turn-1", ""},
+		// Asked when a session on a workspace made from git ends; none is recorded.
+		{versionPushBranch, "plain-session", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.marker, func(t *testing.T) {

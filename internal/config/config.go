@@ -131,6 +131,8 @@ type Workspaces struct {
 	// GitToken fetches repositories from GitTokenHost.
 	GitToken     string
 	GitTokenHost string
+	// Push sends an ended session's changes to its origin as the branch keel/<session>.
+	Push bool
 }
 
 // Gateway configures the model provider.

@@ -176,6 +176,7 @@ const (
 	WorkspacesRoot         = "workspaces.root"
 	WorkspacesGitToken     = "workspaces.git_token"
 	WorkspacesGitTokenHost = "workspaces.git_token_host"
+	WorkspacesPush         = "workspaces.push"
 
 	GatewayProvider         = "gateway.provider"
 	GatewayBaseURL          = "gateway.base_url"
@@ -374,6 +375,10 @@ var settings = []Setting{
 	{Name: WorkspacesGitTokenHost, Default: "github.com", ReadBy: Worker,
 		Doc:  "the host (`host` or `host:port`) `workspaces.git_token` is sent to, over https",
 		Hint: "the host the git token is sent to", into: func(d *draft) any { return &d.Workspaces.GitTokenHost }},
+	{Name: WorkspacesPush, Kind: Bool, Default: contract.DefaultWorkspacesPush, ReadBy: Worker,
+		Doc: "push the changes of a session that ran in a workspace made from git, when it ends, to its origin as the branch `keel/<session>` " +
+			"with the worker's token ([operations](operations.md#workspaces-from-git)); false keeps them on the worker",
+		Hint: "false: sessions' changes stay on the worker, no branch is pushed", into: func(d *draft) any { return &d.Workspaces.Push }},
 
 	{Name: GatewayProvider, Kind: Choice, OneOf: contract.Providers, Default: contract.ProviderOpenAI, ReadBy: Worker | Starter,
 		Flag: "provider", FlagIn: Starter, FlagUsage: "model provider wire format: " + strings.Join(contract.Providers, ", "),

@@ -13,6 +13,9 @@ const (
 	DefaultCommandTimeout = 60 * time.Second
 	// DefaultOutputCap is how many bytes of a command's output a tool result keeps.
 	DefaultOutputCap = 16 << 10
+	// DefaultWorkspacesPush: a session that ran in a workspace made from git leaves its changes
+	// as a branch on the origin unless the worker is told not to (workspaces.push).
+	DefaultWorkspacesPush = true
 )
 
 // WorkerTools are a worker's own tool settings, the same for every session it serves: the

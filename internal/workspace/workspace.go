@@ -43,6 +43,8 @@ type Manager struct {
 	TokenHost string
 	// Git is the git binary; empty means "git" on PATH.
 	Git string
+	// NoPush keeps sessions' changes on the worker: Push reports NotePushOff and pushes nothing.
+	NoPush bool
 }
 
 // Workspace is a materialized workspace.
