@@ -118,7 +118,7 @@ func TestSessionLeavesAsABranch(t *testing.T) {
 	refsBefore := gitserver.Git(t, bare, "for-each-ref")
 	evilBefore := gitserver.Git(t, evilBare, "for-each-ref")
 	canary := filepath.Join(t.TempDir(), "canary")
-	hook := fmt.Sprintf(`printf '#!/bin/sh\necho ran >> %s\n' > .git/hooks/pre-push; chmod +x .git/hooks/pre-push; true`, canary)
+	hook := fmt.Sprintf(`sh -c "echo '#!/bin/sh' > .git/hooks/pre-push; echo 'echo ran >> %s' >> .git/hooks/pre-push; chmod +x .git/hooks/pre-push"`, canary)
 
 	environ := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true", "KEEL_GATEWAY_BASE_URL="+startGateway(t)+"/v1")
 	workerBin, err := env.Build("./worker")
@@ -131,12 +131,13 @@ func TestSessionLeavesAsABranch(t *testing.T) {
 
 	cmd := exec.Command(starter, "run", "--repo", url, "--commit", start, "--output", "jsonl",
 		fakegw.CommandsTask("Write NEW.txt and delete MARKER.",
-			"printf 'by the model\\n' > NEW.txt",
+			`sh -c "echo by the model > NEW.txt"`,
 			"rm MARKER",
-			"git config remote.origin.pushurl "+evilURL+"; git config alias.push '!echo ran >> "+canary+"'; "+
-				"printf '[remote \"origin\"]\\n\\tpushurl = "+evilURL+"\\n' >> .git/config; true",
+			"git config remote.origin.pushurl "+evilURL,
+			`git config alias.push "!echo ran >> `+canary+`"`,
 			hook,
-			"git -c user.name=m -c user.email=m@example.com commit --quiet --allow-empty -m mine; git update-ref refs/heads/keel/mine HEAD; true"))
+			"git -c user.name=m -c user.email=m@example.com commit --quiet --allow-empty -m mine",
+			"git update-ref refs/heads/keel/mine HEAD"))
 	cmd.Env = environ
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -159,7 +160,13 @@ func TestSessionLeavesAsABranch(t *testing.T) {
 		t.Errorf("the branch's parent is %s, want the start commit %s", got, start)
 	}
 	if files := gitserver.Git(t, bare, "ls-tree", "-r", "--name-only", br.Commit); files != "KEEP.txt\nNEW.txt" {
-		t.Errorf("the branch holds\n%s\nwant KEEP.txt and NEW.txt", files)
+		var results []string
+		for _, e := range r.Events {
+			if e.Event == contract.EventToolResult {
+				results = append(results, e.Text)
+			}
+		}
+		t.Errorf("the branch holds\n%s\nwant KEEP.txt and NEW.txt; the tools said %q", files, results)
 	}
 	if got := gitserver.Git(t, bare, "show", br.Commit+":NEW.txt"); got != "by the model" {
 		t.Errorf("NEW.txt on the branch is %q", got)
