@@ -76,7 +76,12 @@ func (m *Manager) Push(ctx context.Context, req contract.PushRequest) (contract.
 	if err != nil {
 		return br, err
 	}
-	cache := filepath.Join(m.Root, "cache", digest(origin)+".git")
+	// The cache may have been pruned since the workspace was made: fetching the start commit
+	// again costs nothing when it is there.
+	cache, _, _, err := m.fetch(ctx, g, origin, contract.Source{Repo: req.Source.Repo, Commit: start})
+	if err != nil {
+		return br, fmt.Errorf("finding the start commit %s in the cache: %w", start, err)
+	}
 	tmp := filepath.Join(sdir, "push."+randomHex())
 	if err := os.MkdirAll(filepath.Join(tmp, "objects"), 0o700); err != nil {
 		return br, fmt.Errorf("making the push's object directory: %w", err)
