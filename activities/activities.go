@@ -58,6 +58,7 @@ func (a *Activities) Register(w worker.ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.NotifyEscalation, activity.RegisterOptions{Name: contract.NotifyActivity})
 	w.RegisterActivityWithOptions(a.ListTools, activity.RegisterOptions{Name: contract.ListToolsActivity})
 	w.RegisterActivityWithOptions(a.ReviewChanges, activity.RegisterOptions{Name: contract.ReviewChangesActivity})
+	w.RegisterActivityWithOptions(a.PushBranch, activity.RegisterOptions{Name: contract.PushBranchActivity})
 }
 
 // ListTools returns the tools a new session offers the model: the built-in ones, then those of the

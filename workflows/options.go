@@ -88,6 +88,17 @@ func reviewOptions() workflow.ActivityOptions {
 	}
 }
 
+// pushOptions retry a push that failed (the network, the server) a few times; a retry builds
+// the same commit, so a push that did land and is retried changes nothing.
+func pushOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 5 * time.Minute,
+		HeartbeatTimeout:    time.Minute,
+		Summary:             "push the session's branch",
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
+	}
+}
+
 func listToolsOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,

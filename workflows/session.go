@@ -1,11 +1,14 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/keelrun/keel/internal/contract"
@@ -354,6 +357,7 @@ func (s *session) finish(ctx workflow.Context, sum contract.Summary) (contract.S
 	sum.Transcript = &contract.Transcript{Head: s.state.Head, Pending: slices.Concat(s.state.Pending, s.state.Inbox)}
 	sum.Events = s.state.Events
 	sum.Changes = s.reviewChanges(ctx)
+	sum.Branch = s.pushBranch(ctx, sum)
 	s.status = sum.Status
 	s.upsertSearch(ctx)
 	s.setDetails(ctx, fmt.Sprintf("%s after %s", sum.Status, textfmt.Count(int64(sum.Turns), "turn")))
@@ -386,6 +390,54 @@ func (s *session) reviewChanges(ctx workflow.Context) *contract.Changes {
 		return &contract.Changes{Note: "the files the session changed could not be listed"}
 	}
 	return &ch
+}
+
+// pushBranch sends the changes of a session that ran in a workspace made from git to the origin
+// as the branch keel/<session> (the PushBranch activity), whatever way it ended: a session
+// stopped half-way leaves its work where a person can pick it up. A failed push is a note in
+// the summary, never the session's result. Sub-agents work in their parent's workspace, which
+// the parent pushes.
+func (s *session) pushBranch(ctx workflow.Context, sum contract.Summary) *contract.Branch {
+	if s.in.Source == nil || s.in.Delegation != nil || workflow.GetVersion(ctx, versionPushBranch, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	actx := workflow.WithActivityOptions(dctx, pushOptions())
+	req := contract.PushRequest{SessionID: id, Source: *s.in.Source, Message: commitMessage(id, s.in.Task, sum), At: workflow.Now(ctx).UTC()}
+	var br contract.Branch
+	if err := workflow.ExecuteActivity(actx, contract.PushBranchActivity, req).Get(actx, &br); err != nil {
+		workflow.GetLogger(ctx).Warn("pushing the session's branch", "error", err)
+		return &contract.Branch{Repo: s.in.Source.Repo, Name: contract.BranchName(id), Note: "the branch could not be pushed: " + textfmt.Clip(pushError(err), 500)}
+	}
+	return &br
+}
+
+// commitMessage is the message of the commit that carries a session's changes: its task's first
+// line as the subject, then how it ended and its answer, bounded (contract.MaxCommitMessage).
+func commitMessage(id, task string, sum contract.Summary) string {
+	subject, _, _ := strings.Cut(strings.TrimSpace(task), "\n")
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\nKeel session %s, %s after %s.", textfmt.Clip(subject, 72), id, sum.Status, textfmt.Count(int64(sum.Turns), "turn"))
+	if sum.Answer != "" {
+		b.WriteString("\n\n" + sum.Answer)
+	}
+	m := b.String()
+	if len(m) > contract.MaxCommitMessage {
+		m = strings.ToValidUTF8(m[:contract.MaxCommitMessage], "")
+	}
+	return m
+}
+
+// pushError is what the summary says of a push that failed: the activity's own message, without
+// Temporal's wrapping.
+func pushError(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Error()
+	}
+	return err.Error()
 }
 
 // addEvent keeps one session-level event, stamped with the session's ID and the workflow's time

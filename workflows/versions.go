@@ -52,4 +52,8 @@ const (
 	// the rest of the session; later calls it covers run without asking. Asked only when a
 	// decision allows more than its call, which no decision from before it did.
 	versionAllowSession = "allow-session"
+	// versionPushBranch: an ending session that ran in a workspace made from git pushes its
+	// changes as the branch keel/<session> (the PushBranch activity). Asked once, when such a
+	// session ends; sessions on a directory of their own and sub-agents never ask.
+	versionPushBranch = "push-branch"
 )

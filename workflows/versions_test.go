@@ -40,6 +40,8 @@ func TestEveryMarkerHasItsFixtures(t *testing.T) {
 		// Asked only when a person approves a call and allows its tool or command for the session;
 		// the recorded approvals allowed nothing more.
 		{versionAllowSession, "approval-session", ""},
+		// Asked when a session on a workspace made from git ends; none is recorded.
+		{versionPushBranch, "plain-session", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.marker, func(t *testing.T) {

@@ -118,7 +118,7 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 		acts.Snapshots = Snapshots(cfg)
 	}
 	if w := cfg.Workspaces; w.Root != "" {
-		acts.Workspaces = &workspace.Manager{Root: w.Root, Token: w.GitToken, TokenHost: w.GitTokenHost}
+		acts.Workspaces = &workspace.Manager{Root: w.Root, Token: w.GitToken, TokenHost: w.GitTokenHost, NoPush: !w.Push, CacheBytes: w.CacheBytes}
 	}
 	if j := cfg.Gateway.FixedJitter; j != nil {
 		draw := *j

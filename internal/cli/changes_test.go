@@ -38,3 +38,22 @@ func TestChangeLines(t *testing.T) {
 		t.Fatalf("the note: %q", lines)
 	}
 }
+
+// TestBranchLine: the summary names the pushed branch, its commit and the start commit, or why
+// nothing was pushed, harmless and on one line.
+func TestBranchLine(t *testing.T) {
+	cases := []struct {
+		br   *contract.Branch
+		want string
+	}{
+		{nil, ""},
+		{&contract.Branch{Repo: "acme/app", Name: "keel/s1", Commit: "1111111111111111111111111111111111111111",
+			Parent: "0123456789abcdef0123456789abcdef01234567", Pushed: true}, "branch: keel/s1 pushed to acme/app at 111111111111 (on 0123456789ab)"},
+		{&contract.Branch{Name: "keel/s1", Note: "no change\x1b[2J"}, `branch: no change\x1b[2J`},
+	}
+	for _, c := range cases {
+		if got := branchLine(c.br); got != c.want {
+			t.Errorf("branchLine(%+v) = %q, want %q", c.br, got, c.want)
+		}
+	}
+}

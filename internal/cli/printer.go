@@ -259,6 +259,9 @@ func (t *textPrinter) summary(s contract.Summary) {
 	for _, l := range changeLines(s.Changes, s.ToolCalls > 0) {
 		t.line(l)
 	}
+	if l := branchLine(s.Branch); l != "" {
+		t.line(l)
+	}
 }
 
 // money writes an amount with the digits that matter: two decimals from 1 up, four below.

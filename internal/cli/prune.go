@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/keelrun/keel/internal/app"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/tools/snapshot"
+	"github.com/keelrun/keel/internal/workspace"
 )
 
 // pruneCmd removes work directory snapshots by the retention (snapshots.keep_for, then
@@ -23,8 +25,9 @@ func pruneCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "prune [--dry-run] [--keep-mb N] [--keep-for DURATION]",
 		Example: "  starter prune --dry-run\n  starter prune --keep-mb 500 --keep-for 72h",
-		Short:   "Remove the oldest work directory snapshots (for fork --turn) down to the retention: snapshots.keep_for, then snapshots.keep_mb",
-		Args:    cobra.NoArgs,
+		Short: "Remove the oldest work directory snapshots (for fork --turn) down to the retention: snapshots.keep_for, then snapshots.keep_mb; " +
+			"and the workspaces unused for workspaces.keep_for, and git caches past workspaces.cache_mb",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := g.loadFor(cmd, config.Starter, nil)
 			if err != nil {
@@ -48,7 +51,7 @@ func pruneCmd(g *globals) *cobra.Command {
 				return err
 			}
 			printPrune(g.stdout, rep, o)
-			return nil
+			return pruneWorkspaces(cmd.Context(), g.stdout, cfg.Workspaces, dryRun)
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would be removed and what it takes, and remove nothing")
@@ -115,4 +118,23 @@ func keepAge(d time.Duration) string {
 		return "any age"
 	}
 	return d.String()
+}
+
+// pruneWorkspaces removes, on this machine's workspace root, the workspaces no tool has used for
+// workspaces.keep_for and the git caches past workspaces.cache_mb, and says what went.
+func pruneWorkspaces(ctx context.Context, w io.Writer, c config.Workspaces, dryRun bool) error {
+	if c.Root == "" {
+		return nil
+	}
+	rep, err := (&workspace.Manager{Root: c.Root}).Prune(ctx, workspace.PruneOptions{KeepFor: c.KeepFor, CacheBytes: c.CacheBytes, DryRun: dryRun})
+	if err != nil {
+		return fmt.Errorf("pruning the workspaces under %s: %w", c.Root, err)
+	}
+	verb, after := "removed", "now take"
+	if dryRun {
+		verb, after = "would remove", "would take"
+	}
+	fmt.Fprintf(w, "%s %d workspace(s) unused for %s (%s) and %d git cache(s) (%s); the caches %s %s (keep %s)\n",
+		verb, rep.Workspaces, keepAge(c.KeepFor), mib(rep.WorkspaceBytes), rep.Caches, mib(rep.CacheBytes), after, mib(rep.CachesLeft), keepSize(c.CacheBytes))
+	return nil
 }

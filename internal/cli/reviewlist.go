@@ -58,3 +58,21 @@ func changeLines(c *contract.Changes, ranTools bool) []string {
 func oneLineHarmless(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(sanitize(s), "\n", `\n`), "\t", `\t`)
 }
+
+// branchLine is the summary's line about where the session's changes went: the branch and commit
+// pushed, or why none was. The repository, branch and note are printed harmless.
+func branchLine(b *contract.Branch) string {
+	switch {
+	case b == nil:
+		return ""
+	case b.Pushed:
+		return fmt.Sprintf("branch: %s pushed to %s at %s (on %s)", oneLineHarmless(b.Name), oneLineHarmless(b.Repo), short(b.Commit), short(b.Parent))
+	default:
+		return "branch: " + oneLineHarmless(b.Note)
+	}
+}
+
+// short is a commit's abbreviation for a person to read.
+func short(sha string) string {
+	return sha[:min(len(sha), 12)]
+}

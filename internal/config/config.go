@@ -131,6 +131,12 @@ type Workspaces struct {
 	// GitToken fetches repositories from GitTokenHost.
 	GitToken     string
 	GitTokenHost string
+	// Push sends an ended session's changes to its origin as the branch keel/<session>.
+	Push bool
+	// KeepFor is starter prune's age past which an unused workspace goes; CacheBytes bounds the
+	// caches together. 0 keeps any.
+	KeepFor    time.Duration
+	CacheBytes int64
 }
 
 // Gateway configures the model provider.

@@ -176,6 +176,9 @@ const (
 	WorkspacesRoot         = "workspaces.root"
 	WorkspacesGitToken     = "workspaces.git_token"
 	WorkspacesGitTokenHost = "workspaces.git_token_host"
+	WorkspacesPush         = "workspaces.push"
+	WorkspacesKeepFor      = "workspaces.keep_for"
+	WorkspacesCacheMB      = "workspaces.cache_mb"
 
 	GatewayProvider         = "gateway.provider"
 	GatewayBaseURL          = "gateway.base_url"
@@ -374,6 +377,18 @@ var settings = []Setting{
 	{Name: WorkspacesGitTokenHost, Default: "github.com", ReadBy: Worker,
 		Doc:  "the host (`host` or `host:port`) `workspaces.git_token` is sent to, over https",
 		Hint: "the host the git token is sent to", into: func(d *draft) any { return &d.Workspaces.GitTokenHost }},
+	{Name: WorkspacesPush, Kind: Bool, Default: contract.DefaultWorkspacesPush, ReadBy: Worker,
+		Doc: "push the changes of a session that ran in a workspace made from git, when it ends, to its origin as the branch `keel/<session>` " +
+			"with the worker's token ([operations](operations.md#workspaces-from-git)); false keeps them on the worker",
+		Hint: "false: sessions' changes stay on the worker, no branch is pushed", into: func(d *draft) any { return &d.Workspaces.Push }},
+	{Name: WorkspacesKeepFor, Kind: Duration, Default: contract.DefaultWorkspacesKeepFor, ReadBy: Starter,
+		Doc: "`starter prune` removes the workspaces no tool has used for this long (a session that comes back later gets a fresh checkout " +
+			"of its commit); 0: any age",
+		Hint: "starter prune's age past which an unused workspace goes; 0: any age", into: func(d *draft) any { return &d.Workspaces.KeepFor }},
+	{Name: WorkspacesCacheMB, Kind: MiB, Default: contract.DefaultWorkspacesCacheMB, ReadBy: Worker | Starter,
+		Doc: "bounds the per-repository git caches together: after a fetch, and on `starter prune`, the least recently used caches go " +
+			"until they fit (a later session fetches its repository again); 0: any size",
+		Hint: "the git caches' size bound; 0: any size", into: func(d *draft) any { return &d.Workspaces.CacheBytes }},
 
 	{Name: GatewayProvider, Kind: Choice, OneOf: contract.Providers, Default: contract.ProviderOpenAI, ReadBy: Worker | Starter,
 		Flag: "provider", FlagIn: Starter, FlagUsage: "model provider wire format: " + strings.Join(contract.Providers, ", "),

@@ -13,6 +13,13 @@ const (
 	DefaultCommandTimeout = 60 * time.Second
 	// DefaultOutputCap is how many bytes of a command's output a tool result keeps.
 	DefaultOutputCap = 16 << 10
+	// DefaultWorkspacesPush: a session that ran in a workspace made from git leaves its changes
+	// as a branch on the origin unless the worker is told not to (workspaces.push).
+	DefaultWorkspacesPush = true
+	// DefaultWorkspacesKeepFor is how long `starter prune` keeps a workspace no tool used.
+	DefaultWorkspacesKeepFor = 336 * time.Hour
+	// DefaultWorkspacesCacheMB bounds the per-repository git caches together, in MiB.
+	DefaultWorkspacesCacheMB = 10240
 )
 
 // WorkerTools are a worker's own tool settings, the same for every session it serves: the

@@ -170,6 +170,9 @@ type Summary struct {
 	// which of them git would not show; nil when the session has no work directory or ended
 	// before Keel listed them.
 	Changes *Changes `json:"changes,omitempty"`
+	// Branch is where the session's changes were pushed, or why they were not; nil when the
+	// session did not run in a workspace made from git (contract.Source).
+	Branch *Branch `json:"branch,omitempty"`
 	// Transcript and Events let `starter watch`, `fork` and Slack's status read an ended session
 	// from its history and the store, with no worker to answer a query. The starter does not print
 	// them in the summary line.

@@ -50,3 +50,19 @@ func changesBlock(c *contract.Changes) string {
 	}
 	return b.String()
 }
+
+// branchBlock says where the job's changes went: the branch pushed to the repository and its
+// commit, or why nothing was pushed.
+func branchBlock(br *contract.Branch) string {
+	switch {
+	case br == nil:
+		return ""
+	case br.Pushed:
+		return fmt.Sprintf("\n\nChanges pushed as branch `%s` (commit `%s`, on `%s`).", codeSafe(br.Name), codeSafe(br.Commit), codeSafe(br.Parent))
+	default:
+		return "\n\nBranch: " + oneLine(br.Note)
+	}
+}
+
+// codeSafe keeps a name inside its code span.
+func codeSafe(s string) string { return strings.ReplaceAll(oneLine(s), "`", "'") }

@@ -39,3 +39,22 @@ func TestChangesBlock(t *testing.T) {
 		t.Error("a session that changed nothing gets a block")
 	}
 }
+
+// TestBranchBlock: a job's comment names the branch its changes were pushed to and its commit,
+// or why nothing was pushed, on one line, with no name able to leave its code span.
+func TestBranchBlock(t *testing.T) {
+	cases := []struct {
+		br   *contract.Branch
+		want string
+	}{
+		{nil, ""},
+		{&contract.Branch{Name: "keel/job-1", Commit: "abc", Parent: "def", Pushed: true}, "\n\nChanges pushed as branch `keel/job-1` (commit `abc`, on `def`)."},
+		{&contract.Branch{Name: "keel/x`y", Commit: "abc", Parent: "def", Pushed: true}, "\n\nChanges pushed as branch `keel/x'y` (commit `abc`, on `def`)."},
+		{&contract.Branch{Name: "keel/job-1", Note: "the branch could not be pushed:\nrefused"}, "\n\nBranch: the branch could not be pushed: refused"},
+	}
+	for _, c := range cases {
+		if got := branchBlock(c.br); got != c.want {
+			t.Errorf("branchBlock(%+v) = %q, want %q", c.br, got, c.want)
+		}
+	}
+}

@@ -59,6 +59,7 @@ func resultBody(r jobRef, sum contract.Summary, ended error) string {
 			b.WriteString(clip(sum.Answer, maxAnswer))
 		}
 		b.WriteString(changesBlock(sum.Changes))
+		b.WriteString(branchBlock(sum.Branch))
 	}
 	fmt.Fprintf(&b, "\n\nSession `%s`.\n\n%s", r.WorkflowID, JobMarker(r.WorkflowID))
 	// The answer and the reason quote the model: no control or bidi character reaches the comment.

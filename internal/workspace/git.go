@@ -49,6 +49,12 @@ type git struct {
 // more name=value settings (the credential header goes here, in the environment of this one
 // process and nowhere on disk).
 func (g git) run(ctx context.Context, dir string, extraConfig []string, args ...string) (string, error) {
+	return g.runEnv(ctx, dir, extraConfig, nil, args...)
+}
+
+// runEnv is run with more variables in git's environment: the ones Keel sets itself (an index,
+// an object directory, an identity), never any of the worker's.
+func (g git) runEnv(ctx context.Context, dir string, extraConfig, extraEnv []string, args ...string) (string, error) {
 	full := make([]string, 0, 2*len(hardened)+len(args))
 	for _, c := range hardened {
 		full = append(full, "-c", c)
@@ -56,11 +62,15 @@ func (g git) run(ctx context.Context, dir string, extraConfig []string, args ...
 	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, g.bin, full...)
 	cmd.Dir = dir
-	cmd.Env = g.env(extraConfig)
+	cmd.Env = append(g.env(extraConfig), extraEnv...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &limited{b: &errb, n: 4096}
 	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("git %s: %w: %s", args[0], err, textfmt.Harmless(strings.TrimSpace(errb.String())))
+		verb := args[0]
+		for i := 0; i < len(args)-1 && strings.HasPrefix(verb, "--"); i++ {
+			verb = args[i+1]
+		}
+		return out.String(), fmt.Errorf("git %s: %w: %s", verb, err, textfmt.Harmless(strings.TrimSpace(errb.String())))
 	}
 	return out.String(), nil
 }

@@ -43,6 +43,11 @@ type Manager struct {
 	TokenHost string
 	// Git is the git binary; empty means "git" on PATH.
 	Git string
+	// NoPush keeps sessions' changes on the worker: Push reports NotePushOff and pushes nothing.
+	NoPush bool
+	// CacheBytes bounds the repositories' caches together: after a fetch, the least recently
+	// used other caches go until they fit. 0 bounds nothing.
+	CacheBytes int64
 }
 
 // Workspace is a materialized workspace.
@@ -85,6 +90,7 @@ func (m *Manager) Ensure(ctx context.Context, sessionID string, src contract.Sou
 	defer unlock()
 	work := filepath.Join(sdir, "work")
 	if commit, err := os.ReadFile(filepath.Join(sdir, "ready")); err == nil {
+		touch(filepath.Join(sdir, "ready"))
 		return Workspace{Dir: work, Commit: strings.TrimSpace(string(commit))}, nil
 	}
 	ws, err := m.materialize(ctx, src, sdir)
@@ -114,6 +120,11 @@ func (m *Manager) materialize(ctx context.Context, src contract.Source, sdir str
 	cache, commit, fetched, err := m.fetch(ctx, g, origin, src)
 	if err != nil {
 		return Workspace{}, err
+	}
+	if fetched && m.CacheBytes > 0 {
+		if _, _, _, err := m.boundCaches(m.CacheBytes, cache, false); err != nil {
+			return Workspace{}, fmt.Errorf("bounding the caches: %w", err)
+		}
 	}
 	// A leftover of a materialization cut short is removed, never reused.
 	old, _ := filepath.Glob(filepath.Join(sdir, "work.*"))
@@ -197,6 +208,7 @@ func (m *Manager) fetch(ctx context.Context, g git, origin string, src contract.
 	if _, err := g.run(ctx, cache, nil, "update-ref", "refs/keel/commits/"+commit, commit); err != nil {
 		return "", "", false, fmt.Errorf("keeping %s in the cache: %w", commit, err)
 	}
+	touch(filepath.Join(cache, "keel-used"))
 	return cache, commit, fetched, nil
 }
 
