@@ -201,7 +201,7 @@ type Fallback struct {
 // package, which this package does not link (its init would make every program that reads the
 // configuration a sandbox init). Zero limits take the sandbox's defaults.
 type Sandbox struct {
-	// Network is contract.SandboxNetworkNone or contract.SandboxNetworkHost.
+	// Network is sandboxdefaults.NetworkNone or NetworkHost (package internal/tools/sandbox/defaults).
 	Network string
 	// CacheDir is mounted read-write at /cache in every command, as an absolute path.
 	CacheDir string

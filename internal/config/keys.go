@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/keelrun/keel/internal/contract"
+	sandboxdefaults "github.com/keelrun/keel/internal/tools/sandbox/defaults"
 )
 
 //go:generate go run ./genconfig
@@ -485,8 +486,8 @@ var settings = []Setting{
 			"unconfined, as the worker's user, with its files and network: **unsafe**, for systems whose kernel refuses user " +
 			"namespaces (`true` and `false` mean the same)",
 		Hint: "on | off (off runs commands unconfined: unsafe)", into: func(d *draft) any { return &d.sandboxMode }},
-	{Name: ToolsNetwork, Kind: Choice, OneOf: []string{contract.SandboxNetworkNone, contract.SandboxNetworkHost},
-		Default: contract.SandboxNetworkNone, ReadBy: Worker,
+	{Name: ToolsNetwork, Kind: Choice, OneOf: []string{sandboxdefaults.NetworkNone, sandboxdefaults.NetworkHost},
+		Default: sandboxdefaults.NetworkNone, ReadBy: Worker,
 		Doc: "`none`: a command's network namespace has only its own loopback; `host`: the worker's network (explicit opt-in, " +
 			"e.g. for tasks that fetch modules)",
 		Hint: "none | host (host lets commands reach the network, loopback included)",
@@ -497,19 +498,19 @@ var settings = []Setting{
 		Hint: "empty: <user cache>/keel/sandbox, mounted at /cache for Go's caches; a folder of its\n" +
 			"own (not a system folder, the home folder, or above the work directory or state)",
 		into: func(d *draft) any { return &d.sandbox.CacheDir }},
-	{Name: ToolsLimitsProcesses, Kind: Count, Default: contract.DefaultSandboxProcesses, ReadBy: Worker,
+	{Name: ToolsLimitsProcesses, Kind: Count, Default: sandboxdefaults.Processes, ReadBy: Worker,
 		Doc: "processes and threads alive at once in one command, counted per sandbox (and by its cgroup where the worker " +
 			"has one); a worker that is not root gives each command a share of what its own user may still start",
 		into: func(d *draft) any { return &d.sandbox.Processes }},
-	{Name: ToolsLimitsMemoryMB, Kind: MiB, Default: contract.DefaultSandboxMemory >> 20, ReadBy: Worker,
+	{Name: ToolsLimitsMemoryMB, Kind: MiB, Default: sandboxdefaults.Memory >> 20, ReadBy: Worker,
 		Doc: "memory of one command as a whole, shared memory and `/tmp` included, where the worker has a cgroup for it; " +
 			"in any case what each of its processes may write to (heap and other private mappings); also the size of its `/tmp`",
 		Hint: "per command where there is a cgroup, else per process; also the size of its /tmp",
 		into: func(d *draft) any { return &d.sandbox.Memory }},
-	{Name: ToolsLimitsCPUTime, Kind: Duration, Default: contract.DefaultSandboxCPUTime, ReadBy: Worker,
+	{Name: ToolsLimitsCPUTime, Kind: Duration, Default: sandboxdefaults.CPUTime, ReadBy: Worker,
 		Doc: "CPU time each process of a command may use", Hint: "per process",
 		into: func(d *draft) any { return &d.sandbox.CPUTime }},
-	{Name: ToolsLimitsFileSizeMB, Kind: MiB, Default: contract.DefaultSandboxFileSize >> 20, ReadBy: Worker,
+	{Name: ToolsLimitsFileSizeMB, Kind: MiB, Default: sandboxdefaults.FileSize >> 20, ReadBy: Worker,
 		Doc: "largest file a command may write", into: func(d *draft) any { return &d.sandbox.FileSize }},
 	{Name: ToolsBreakerFailures, Kind: Count, Default: breakerDefaults.Failures, ReadBy: Starter,
 		Doc:  "an MCP server's breaker opens after that many failures within `tools.breaker.window`",

@@ -14,17 +14,17 @@ import (
 	"errors"
 	"time"
 
-	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/tools/sandbox/defaults"
 )
 
-// Network values of Config.Network (the contract holds them, and the defaults below, so that the
-// configuration can name them without linking this package).
+// Network values of Config.Network (package defaults holds them, and the defaults below, so that
+// the configuration can name them without linking this package).
 const (
 	// NetworkNone gives the command a network namespace of its own with only a loopback device:
 	// nothing outside the sandbox, the worker's loopback included, is reachable.
-	NetworkNone = contract.SandboxNetworkNone
+	NetworkNone = defaults.NetworkNone
 	// NetworkHost shares the worker's network: an explicit opt-in for tasks that fetch modules.
-	NetworkHost = contract.SandboxNetworkHost
+	NetworkHost = defaults.NetworkHost
 )
 
 // CachePath is where Config.CacheDir appears inside the sandbox; GOCACHE, GOMODCACHE and GOPATH
@@ -33,10 +33,10 @@ const CachePath = "/cache"
 
 // Defaults for limits left at zero.
 const (
-	DefaultProcesses = contract.DefaultSandboxProcesses
-	DefaultMemory    = contract.DefaultSandboxMemory
-	DefaultCPUTime   = contract.DefaultSandboxCPUTime
-	DefaultFileSize  = contract.DefaultSandboxFileSize
+	DefaultProcesses = defaults.Processes
+	DefaultMemory    = defaults.Memory
+	DefaultCPUTime   = defaults.CPUTime
+	DefaultFileSize  = defaults.FileSize
 )
 
 // Config is what every sandboxed command of a worker gets.
