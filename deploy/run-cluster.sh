@@ -261,7 +261,7 @@ register_namespace() {
 			die "temporal: registering namespace default failed"
 	fi
 	local sa
-	for sa in KeelStatus:Keyword KeelTurns:Int KeelTokens:Int KeelPendingEscalation:Bool; do
+	for sa in KeelStatus:Keyword KeelTurns:Int KeelTokens:Int KeelPendingEscalation:Bool KeelPullRequest:Keyword KeelGitHubJob:KeywordList KeelTask:Keyword; do
 		wait_until "search attribute ${sa%%:*}" search_attribute "${sa%%:*}" "${sa##*:}"
 	done
 }

@@ -29,6 +29,12 @@ var (
 	TaskKey = temporal.NewSearchAttributeKeyKeyword("KeelTask")
 )
 
+// SearchAttributes are all of Keel's search attributes, each with its type: the worker and the
+// starter register them on the server, and the dev server starts with them.
+var SearchAttributes = []temporal.SearchAttributeKey{
+	StatusKey, TurnsKey, TokensKey, PendingEscalationKey, PullRequestKey, GitHubJobKey, TaskKey,
+}
+
 // ListedTaskRunes bounds TaskKey's value, well under the server's size limit of a search attribute.
 const ListedTaskRunes = 120
 

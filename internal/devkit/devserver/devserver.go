@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/keelrun/keel/internal/contract"
 )
@@ -133,8 +132,8 @@ func serverArgs(opts Options, host, port, namespace string) []string {
 	if opts.MetricsPort != 0 {
 		args = append(args, "--metrics-port", strconv.Itoa(opts.MetricsPort))
 	}
-	for sa := range searchAttributes().GetUntypedValues() {
-		args = append(args, "--search-attribute", sa.GetName()+"="+sa.GetValueType().String())
+	for _, key := range contract.SearchAttributes {
+		args = append(args, "--search-attribute", key.GetName()+"="+key.GetValueType().String())
 	}
 	return append(args, dynamicConfigArgs()...)
 }
@@ -208,18 +207,6 @@ func Answering(address string) bool {
 	}
 	_ = conn.Close()
 	return true
-}
-
-// searchAttributes are registered on every dev server so sessions can be filtered in the Web UI.
-func searchAttributes() temporal.SearchAttributes {
-	return temporal.NewSearchAttributes(
-		contract.StatusKey.ValueSet(""),
-		contract.TurnsKey.ValueSet(0),
-		contract.TokensKey.ValueSet(0),
-		contract.PendingEscalationKey.ValueSet(false),
-		contract.PullRequestKey.ValueSet(""),
-		contract.GitHubJobKey.ValueSet(nil),
-	)
 }
 
 // DynamicConfig holds the server settings Keel runs its dev server with, each measured in
