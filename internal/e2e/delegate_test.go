@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
@@ -152,15 +153,7 @@ func TestDelegateSurvivesWorkerKill(t *testing.T) {
 func TestCancelOneSubAgent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	sw := startScripted(t, scriptedOptions{})
-	run := sw.start(ctx, fakegw.ModeDelegateLong, contract.Limits{MaxTurns: 60, DelegationDepth: 1, MaxChildren: 4})
-	if !waitFor(90*time.Second, func() bool { return len(processesIn(sw.ws, "sleep", "15")) == 2 }) {
-		t.Fatal("the two sub-agents never ran their commands at the same time")
-	}
-	children := runningChildren(ctx, t, run.GetID())
-	if len(children) != 2 {
-		t.Fatalf("running sub-agents %v, want 2", children)
-	}
+	sw, run, children := twoChildrenSleeping(ctx, t)
 	victim := children[0]
 	if out, err := starterIn(sw.env, "cancel", victim); err != nil {
 		t.Fatalf("starter cancel %s: %v\n%s", victim, err, out)
@@ -195,15 +188,7 @@ func TestCancelOneSubAgent(t *testing.T) {
 func TestSayToOneSubAgent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	sw := startScripted(t, scriptedOptions{})
-	run := sw.start(ctx, fakegw.ModeDelegateLong, contract.Limits{MaxTurns: 60, DelegationDepth: 1, MaxChildren: 4})
-	if !waitFor(90*time.Second, func() bool { return len(processesIn(sw.ws, "sleep", "15")) == 2 }) {
-		t.Fatal("the two sub-agents never ran their commands at the same time")
-	}
-	children := runningChildren(ctx, t, run.GetID())
-	if len(children) != 2 {
-		t.Fatalf("running sub-agents %v, want 2", children)
-	}
+	sw, run, children := twoChildrenSleeping(ctx, t)
 	text := "keep the fix to one line"
 	sent := len(sw.gw.Stats().Records)
 	if out, err := starterIn(sw.env, "say", children[0], text); err != nil || !strings.Contains(out, "queued for the next model call") {
@@ -390,4 +375,20 @@ func TestSubAgentGetsOnlyWhatIsLeft(t *testing.T) {
 		t.Errorf("the sub-agent was given %d tokens, want less than its parent's %d (it asked for 100 million)", child.MaxTokens, parent.MaxTokens)
 	}
 	t.Logf("asked %s; given %d turns and %d tokens", fakegw.GreedyAsk, child.MaxTurns, child.MaxTokens)
+}
+
+// twoChildrenSleeping starts a parent that delegates two sub-agents running `sleep 15` each and
+// returns once both commands run, with the two children's IDs.
+func twoChildrenSleeping(ctx context.Context, t *testing.T) (*scriptedWorker, client.WorkflowRun, []string) {
+	t.Helper()
+	sw := startScripted(t, scriptedOptions{})
+	run := sw.start(ctx, fakegw.ModeDelegateLong, contract.Limits{MaxTurns: 60, DelegationDepth: 1, MaxChildren: 4})
+	if !waitFor(90*time.Second, func() bool { return len(processesIn(sw.ws, "sleep", "15")) == 2 }) {
+		t.Fatal("the two sub-agents never ran their commands at the same time")
+	}
+	children := runningChildren(ctx, t, run.GetID())
+	if len(children) != 2 {
+		t.Fatalf("running sub-agents %v, want 2", children)
+	}
+	return sw, run, children
 }

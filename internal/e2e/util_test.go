@@ -27,3 +27,18 @@ func startGateway(t *testing.T) string {
 	t.Cleanup(func() { gw.Close() })
 	return gw.BaseURL()
 }
+
+// startFakeWorker starts a worker process on a scripted gateway of its own for the test's
+// duration and returns the environment a starter joins it with.
+func startFakeWorker(t *testing.T) []string {
+	t.Helper()
+	environ := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true", "KEEL_GATEWAY_BASE_URL="+startGateway(t)+"/v1")
+	workerBin, err := env.Build("./worker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &workerProc{bin: workerBin, env: environ, t: t}
+	w.start()
+	t.Cleanup(w.kill)
+	return environ
+}

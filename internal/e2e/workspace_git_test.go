@@ -38,14 +38,7 @@ func TestSessionsOnTwoCommits(t *testing.T) {
 	gitserver.Git(t, src, "push", "--quiet", bare, "main")
 	refsBefore := gitserver.Git(t, bare, "for-each-ref")
 
-	environ := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true", "KEEL_GATEWAY_BASE_URL="+startGateway(t)+"/v1")
-	workerBin, err := env.Build("./worker")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &workerProc{bin: workerBin, env: environ, t: t}
-	w.start()
-	defer w.kill()
+	environ := startFakeWorker(t)
 
 	runs := make([]testenv.Run, len(commits))
 	errs := make([]error, len(commits))
@@ -120,14 +113,7 @@ func TestSessionLeavesAsABranch(t *testing.T) {
 	canary := filepath.Join(t.TempDir(), "canary")
 	hook := fmt.Sprintf(`sh -c "echo '#!/bin/sh' > .git/hooks/pre-push; echo 'echo ran >> %s' >> .git/hooks/pre-push; chmod +x .git/hooks/pre-push"`, canary)
 
-	environ := env.StarterEnv(t, "KEEL_GATEWAY_FAKE=true", "KEEL_GATEWAY_BASE_URL="+startGateway(t)+"/v1")
-	workerBin, err := env.Build("./worker")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &workerProc{bin: workerBin, env: environ, t: t}
-	w.start()
-	defer w.kill()
+	environ := startFakeWorker(t)
 
 	cmd := exec.Command(starter, "run", "--repo", url, "--commit", start, "--output", "jsonl",
 		fakegw.CommandsTask("Write NEW.txt and delete MARKER.",
