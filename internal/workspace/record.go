@@ -16,6 +16,7 @@ import (
 
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/textfmt"
 	"github.com/keelrun/keel/internal/tools/snapshot"
 )
 
@@ -304,5 +305,11 @@ type Restored struct {
 	Skipped int
 }
 
-// mib writes a size in MiB, rounded up, so a size just over a limit never reads as equal to it.
-func mib(n int64) string { return strconv.FormatInt((n+(1<<20)-1)>>20, 10) + " MiB" }
+// mib writes a size in MiB, rounded up, so a size just over a limit never reads as equal to it;
+// a size under 1 MiB in bytes.
+func mib(n int64) string {
+	if n < 1<<20 {
+		return textfmt.Count(n, "byte")
+	}
+	return strconv.FormatInt((n+(1<<20)-1)>>20, 10) + " MiB"
+}
