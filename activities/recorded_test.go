@@ -131,6 +131,21 @@ func TestRecordedWorkspaceFollowsTheSession(t *testing.T) {
 		t.Fatalf("host A after it lost the session: %+v; want B's turn 5, restored", res)
 	}
 
+	// The session ends; a host that never saw it pushes its newest state, and only its branch.
+	d := newHost(t, st, 0)
+	br, err := d.m.Push(context.Background(), contract.PushRequest{SessionID: "s", Source: source, Message: "the session's summary", At: time.Now()})
+	if err != nil || br.Commit == "" {
+		t.Fatalf("push from a fresh host: %+v, %v", br, err)
+	}
+	if refs := gitserver.Git(t, bare, "for-each-ref", "--format=%(refname)"); refs != "refs/heads/keel/s\nrefs/heads/main" {
+		t.Errorf("the server's refs after the push:\n%s", refs)
+	}
+	for path, want := range map[string]string{"MARKER": "turn 5", "notes.txt": "turn 2"} {
+		if got := gitserver.Git(t, bare, "show", "keel/s:"+path); got != want {
+			t.Errorf("the pushed branch's %s is %q, want %q", path, got, want)
+		}
+	}
+
 	// A fork of turn 2, on a host that never saw the session.
 	c := newHost(t, st, 0)
 	fork := source
