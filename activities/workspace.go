@@ -92,7 +92,7 @@ func RestoredNote(turn int) string {
 // worker was paused or cut off while the session went on elsewhere): nothing ran, and the
 // session has answered the call without it already.
 var Superseded = contract.ToolResult{
-	Content: "This tool call was not run: a later call of this session holds its workspace, so nothing changed.",
+	Content: "This tool call was not run: a later call of this session holds its workspace, so nothing changed. Go on from the results you have.",
 	IsError: true,
 }
 

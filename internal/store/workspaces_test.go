@@ -106,6 +106,16 @@ func TestWorkspaceFilesAndPrune(t *testing.T) {
 			// between the two, which ageRecords arranges.
 			cut := time.Now().Add(-time.Minute)
 			ageRecords(t, s, name, ws, cut.Add(-time.Hour))
+			dry, err := s.PruneWorkspaces(ctx, cut, true)
+			if err != nil || dry.Workspaces < 1 || dry.Files < 1 {
+				t.Fatalf("dry run: %+v, %v; want the old workspace and its content counted", dry, err)
+			}
+			if _, err := s.GetFile(ctx, hg); err != nil {
+				t.Fatalf("the dry run removed a content: %v", err)
+			}
+			if r, err := s.LatestRecord(ctx, ws); err != nil || r.Manifest == nil {
+				t.Fatalf("the dry run emptied a record: %+v, %v", r, err)
+			}
 			rep, err := s.PruneWorkspaces(ctx, cut, false)
 			if err != nil {
 				t.Fatal(err)
