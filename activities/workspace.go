@@ -73,7 +73,7 @@ func (a *Activities) withWorkspace(ctx context.Context, req contract.ToolRequest
 	req.Workdir = ws.Dir
 	switch r := ws.Restored; {
 	case !ws.Made || req.Turn <= 1:
-	case r != nil && r.Session == req.SessionID:
+	case r != nil && r.Own:
 		run.note = RestoredNote(r.Turn)
 	case r == nil && a.Workspaces.States == nil:
 		run.note = MovedNote

@@ -301,8 +301,9 @@ type Restored struct {
 	CallID string
 	// Session is the session whose record it was (another one for a fork).
 	Session string
-	// Skipped counts the files the record lacks (too big for a snapshot).
-	Skipped int
+	// Own says the record was the workspace's own newest one (the session went on from it
+	// elsewhere), not the record a fork starts from.
+	Own bool
 }
 
 // mib writes a size in MiB, rounded up, so a size just over a limit never reads as equal to it;

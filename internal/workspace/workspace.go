@@ -126,7 +126,7 @@ func (m *Manager) Ensure(ctx context.Context, sessionID string, src contract.Sou
 	var ws Workspace
 	if rec != nil {
 		ws, err = m.restore(ctx, src, *rec, sdir)
-		ws.Restored = &Restored{Turn: rec.Turn, CallID: rec.CallID, Session: rec.Session}
+		ws.Restored = &Restored{Turn: rec.Turn, CallID: rec.CallID, Session: rec.Session, Own: rec == latest}
 	} else {
 		ws, err = m.materialize(ctx, src, sdir)
 	}
