@@ -266,22 +266,27 @@ func (m *Manager) restore(ctx context.Context, src contract.Source, rec store.Wo
 		_ = os.RemoveAll(dst)
 		return fail(err)
 	}
-	if err := movePacks(filepath.Join(fresh.Dir, packDir), filepath.Join(dst, packDir)); err != nil {
+	if err := movePacks(filepath.Join(fresh.Dir, packDir), dst); err != nil {
 		_ = os.RemoveAll(dst)
 		return fail(fmt.Errorf("putting the repository's objects in place: %w", err))
 	}
 	return Workspace{Dir: dst, Commit: rec.Commit, Fetched: fresh.Fetched}, nil
 }
 
-// movePacks moves the fresh checkout's packs into the restored repository, when the recorded
-// workspace has one (the model may have removed .git).
-func movePacks(src, dst string) error {
-	info, err := os.Lstat(dst)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil || !info.IsDir() {
-		return err
+// movePacks moves the fresh checkout's packs into the restored repository's pack folder under
+// root, when the recorded workspace has one as a real folder: the model may have removed .git, or
+// made a part of the way a link (to a host folder, say), and no pack is moved through a link.
+func movePacks(src, root string) error {
+	dst := root
+	for _, part := range strings.Split(packDir, "/") {
+		dst = filepath.Join(dst, part)
+		info, err := os.Lstat(dst)
+		if errors.Is(err, os.ErrNotExist) || err == nil && !info.IsDir() {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
 	names, err := os.ReadDir(src)
 	if err != nil {
