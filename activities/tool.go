@@ -3,16 +3,19 @@ package activities
 import (
 	"context"
 	"errors"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/metrics/record"
+	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tools"
 	"github.com/keelrun/keel/internal/tools/mcp"
 	"github.com/keelrun/keel/internal/tools/snapshot"
 	"github.com/keelrun/keel/internal/tools/toolspec"
+	"github.com/keelrun/keel/internal/workspace"
 )
 
 // RunTool runs one tool call, once. A tool failure is a result written for the model, never an
@@ -22,12 +25,12 @@ import (
 // activity reports, so a turn that never hears back can still tell what happened.
 func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (res contract.ToolResult, err error) {
 	defer a.endLive(ctx, req.Sinks)
-	req, refused, ok, moved := a.withWorkspace(ctx, req)
+	req, refused, ok, ws := a.withWorkspace(ctx, req)
 	if !ok {
 		return refused, nil
 	}
-	if moved {
-		defer func() { res.Content = MovedNote + res.Content }()
+	if ws.note != "" {
+		defer func() { res.Content = ws.note + res.Content }()
 	}
 	a.Events.Publish(ctx, req.Sinks, contract.Event{
 		Event: contract.EventToolCall, WorkflowID: req.SessionID, Turn: req.Turn,
@@ -39,7 +42,7 @@ func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (res
 	if a.claim(ctx, key, req) {
 		stop := a.keepBeating(ctx, func() any { return req.Call.ID })
 		live, stopLive := a.liveOutput(ctx, req)
-		snap := a.snapshots(ctx, req)
+		snap := a.snapshots(ctx, req, ws.rec)
 		res, err = a.tools().Run(withLiveOutput(ctx, live), req)
 		snap()
 		stopLive()
@@ -142,9 +145,10 @@ func (a *Activities) tools() ToolRunner {
 
 // snapshots keeps the work directory's state per turn for a built-in tool that may change it
 // (starter fork --turn N restores it): before the session's first such call the state it started
-// from, and after each call the state this turn left. The
-// returned function takes the second. A snapshot that fails is logged; the tool runs regardless.
-func (a *Activities) snapshots(ctx context.Context, req contract.ToolRequest) func() {
+// from, and after each call the state this turn left; for a session's workspace (rec from
+// withWorkspace), that state is also recorded in the store, bound to this call. The returned
+// function takes the second. A snapshot or record that fails is logged; the tool runs regardless.
+func (a *Activities) snapshots(ctx context.Context, req contract.ToolRequest, rec workspace.Recording) func() {
 	if a.Snapshots == nil || req.Server != "" || req.Workdir == "" {
 		return func() {}
 	}
@@ -153,6 +157,7 @@ func (a *Activities) snapshots(ctx context.Context, req contract.ToolRequest) fu
 	}
 	warn := func(err error) {
 		var limit *snapshot.LimitError
+		var recLimit *workspace.RecordLimitError
 		switch {
 		case errors.As(err, &limit):
 			// A size limit: the operator's log says which, and so does the user's terminal,
@@ -160,13 +165,31 @@ func (a *Activities) snapshots(ctx context.Context, req contract.ToolRequest) fu
 			activity.GetLogger(ctx).Warn("the work directory's snapshot for fork --turn reached a size limit", "turn", req.Turn, "error", err)
 			a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventNotice, WorkflowID: req.SessionID, Turn: req.Turn,
 				Text: limit.Error() + map[bool]string{false: "; a fork of this turn will not have them", true: "; a fork of this turn is refused"}[limit.Whole]})
+		case errors.As(err, &recLimit):
+			activity.GetLogger(ctx).Warn("the session's workspace is over the record limit", "turn", req.Turn, "error", err)
+			a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventNotice, WorkflowID: req.SessionID, Turn: req.Turn, Text: recLimit.Error()})
+		case errors.Is(err, store.ErrFenced):
+			activity.GetLogger(ctx).Warn("refused to record the session's workspace: a later call of the session holds it, so this worker's copy is stale and was dropped",
+				"turn", req.Turn, "call", req.Call.ID, "error", err)
 		case err != nil:
 			activity.GetLogger(ctx).Warn("the work directory's snapshot for fork --turn could not be taken", "turn", req.Turn, "error", err)
 		}
 	}
 	warn(a.Snapshots.EnsureBase(req.SessionID, req.Workdir))
 	return func() {
-		_, err := a.Snapshots.Take(req.SessionID, req.Turn, req.Workdir)
+		m, err := a.Snapshots.Take(req.SessionID, req.Turn, req.Workdir)
 		warn(err)
+		var limit *snapshot.LimitError
+		if rec.Epoch == 0 || (err != nil && !errors.As(err, &limit)) {
+			return
+		}
+		// Recorded even when the call was cancelled: what it changed is the session's state.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+		defer cancel()
+		warn(a.Workspaces.Record(rctx, rec, req.SessionID, req.Turn, req.Call.ID, a.Snapshots, m))
 	}
 }
+
+// recordTimeout bounds recording a workspace after a call: the contents a call changed and a
+// manifest, well inside it on any store a team runs.
+const recordTimeout = 2 * time.Minute

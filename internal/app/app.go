@@ -119,6 +119,11 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 	}
 	if w := cfg.Workspaces; w.Root != "" {
 		acts.Workspaces = &workspace.Manager{Root: w.Root, Token: w.GitToken, TokenHost: w.GitTokenHost, NoPush: !w.Push, CacheBytes: w.CacheBytes}
+		if acts.Snapshots != nil {
+			// Recorded through the worker's snapshots, which take each state incrementally and
+			// which a restore writes through.
+			acts.Workspaces.States, acts.Workspaces.Snapshots, acts.Workspaces.RecordBytes = acts.Store, acts.Snapshots, w.RecordBytes
+		}
 	}
 	if j := cfg.Gateway.FixedJitter; j != nil {
 		draw := *j

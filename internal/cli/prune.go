@@ -26,7 +26,7 @@ func pruneCmd(g *globals) *cobra.Command {
 		Use:     "prune [--dry-run] [--keep-mb N] [--keep-for DURATION]",
 		Example: "  starter prune --dry-run\n  starter prune --keep-mb 500 --keep-for 72h",
 		Short: "Remove the oldest work directory snapshots (for fork --turn) down to the retention: snapshots.keep_for, then snapshots.keep_mb; " +
-			"and the workspaces unused for workspaces.keep_for, and git caches past workspaces.cache_mb",
+			"the workspaces unused for workspaces.keep_for, here and recorded in the store; and git caches past workspaces.cache_mb",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := g.loadFor(cmd, config.Starter, nil)
@@ -51,7 +51,10 @@ func pruneCmd(g *globals) *cobra.Command {
 				return err
 			}
 			printPrune(g.stdout, rep, o)
-			return pruneWorkspaces(cmd.Context(), g.stdout, cfg.Workspaces, dryRun)
+			if err := pruneWorkspaces(cmd.Context(), g.stdout, cfg.Workspaces, dryRun); err != nil {
+				return err
+			}
+			return pruneRecorded(cmd.Context(), g.stdout, cfg, dryRun)
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would be removed and what it takes, and remove nothing")
@@ -136,5 +139,28 @@ func pruneWorkspaces(ctx context.Context, w io.Writer, c config.Workspaces, dryR
 	}
 	fmt.Fprintf(w, "%s %d workspace(s) unused for %s (%s) and %d git cache(s) (%s); the caches %s %s (keep %s)\n",
 		verb, rep.Workspaces, keepAge(c.KeepFor), mib(rep.WorkspaceBytes), rep.Caches, mib(rep.CacheBytes), after, mib(rep.CachesLeft), keepSize(c.CacheBytes))
+	return nil
+}
+
+// pruneRecorded empties the workspaces recorded in the store whose newest record is older than
+// workspaces.keep_for, removes the contents no record names any more, and says what went.
+func pruneRecorded(ctx context.Context, w io.Writer, cfg config.Config, dryRun bool) error {
+	if cfg.Workspaces.KeepFor == 0 {
+		return nil
+	}
+	st, err := app.OpenStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	rep, err := st.PruneWorkspaces(ctx, time.Now().Add(-cfg.Workspaces.KeepFor), dryRun)
+	if err != nil {
+		return err
+	}
+	verb := "emptied"
+	if dryRun {
+		verb = "would empty"
+	}
+	fmt.Fprintf(w, "%s %d recorded workspace(s) unused for %s in the store (%d record(s)), and %d stored file(s) no record names (%s)\n",
+		verb, rep.Workspaces, keepAge(cfg.Workspaces.KeepFor), rep.Records, rep.Files, mib(rep.Bytes))
 	return nil
 }

@@ -143,17 +143,30 @@ func forkCmd(g *globals) *cobra.Command {
 				wid := newWorkflowID("fork")
 				nameSession(p, wid)
 				snaps := app.Snapshots(cfg)
-				var note string
+				recorded := false
 				if src := in.Source; src != nil {
-					// A session on a repository forks into a directory restored from its snapshot,
-					// next to its workspace on this machine, like any other fork.
-					in.Workdir = (&workspace.Manager{Root: cfg.Workspaces.Root}).Dir(src.WorkspaceOf(args[0]))
-					in.Source = nil
+					if recorded, err = forkSource(ctx, st, snaps, &in, args[0], turn); err != nil {
+						return err
+					}
+					if !recorded {
+						// Recorded before workspaces were kept in the store: the fork restores this
+						// machine's snapshot, next to the workspace, like any other fork.
+						in.Workdir = (&workspace.Manager{Root: cfg.Workspaces.Root}).Dir(src.WorkspaceOf(args[0]))
+						in.Source = nil
+					}
 				}
-				if in.Workdir, note, err = forkWorkdir(snaps, args[0], turn, in.Workdir, workdir, wid); err != nil {
-					return err
+				if recorded && workdir != "" {
+					return usageErr("--workdir does not apply to a session on a repository: the worker that runs the fork makes its workspace")
 				}
-				p.info(fmt.Sprintf("forked %s at turn %d as %s; work directory %s, as it was after turn %d%s", args[0], turn, wid, in.Workdir, turn, note))
+				if recorded {
+					p.info(fmt.Sprintf("forked %s at turn %d as %s; the worker that runs it restores its workspace as recorded after turn %d", args[0], turn, wid, turn))
+				} else {
+					var note string
+					if in.Workdir, note, err = forkWorkdir(snaps, args[0], turn, in.Workdir, workdir, wid); err != nil {
+						return err
+					}
+					p.info(fmt.Sprintf("forked %s at turn %d as %s; work directory %s, as it was after turn %d%s", args[0], turn, wid, in.Workdir, turn, note))
+				}
 				sum, err := startSession(ctx, c, cfg, sessionSpec{workflowID: wid, task: "fork: " + in.Task, output: output, input: &in}, p)
 				if err != nil {
 					return err
@@ -297,6 +310,40 @@ func exitFor(sum contract.Summary) error {
 		return &exitError{code: code}
 	}
 	return nil
+}
+
+// forkSource points the fork of a session that works in a workspace made from git at the
+// original's workspace as recorded in the store after turn, which any worker restores (Source.From).
+// recorded is false when the store has nothing of the session but this machine's snapshots do (a
+// session recorded before workspaces were kept in the store): the caller then forks from them. It
+// refuses a turn whose record a size limit or a prune emptied, and a continued session with no
+// record of its own by then (its files then were its predecessor's: fork that one).
+func forkSource(ctx context.Context, st store.Store, snaps *snapshot.Store, in *contract.SessionInput, session string, turn int) (recorded bool, err error) {
+	src := *in.Source
+	rec, err := st.RecordAt(ctx, session, turn)
+	switch {
+	case err == nil && rec.Missing != "":
+		return false, &exitError{code: ExitUsage, err: fmt.Errorf("cannot fork %s at turn %d: %s; nothing was started", session, turn, rec.Missing)}
+	case err == nil:
+		src.Commit, src.Ref = rec.Commit, ""
+	case !errors.Is(err, store.ErrNotFound):
+		return false, fmt.Errorf("reading the recorded workspace of %s: %w", session, err)
+	case hasSnapshot(snaps, session, turn):
+		return false, nil
+	case src.Workspace != "" && src.Workspace != session:
+		return false, &exitError{code: ExitUsage, err: fmt.Errorf("cannot fork %s at turn %d: it works in the workspace of %s and recorded none of its own by then; "+
+			"fork %s, or a later turn; nothing was started", session, turn, src.Workspace, src.Workspace)}
+	}
+	// No record by then means no tool had written yet: the commit's checkout is the state.
+	src.Workspace, src.From = "", &contract.WorkspaceAt{Session: session, Turn: turn}
+	in.Source = &src
+	return true, nil
+}
+
+// hasSnapshot says whether this machine keeps a snapshot of the session's files after turn.
+func hasSnapshot(snaps *snapshot.Store, session string, turn int) bool {
+	_, err := snaps.Find(session, turn)
+	return err == nil
 }
 
 // forkWorkdir gives a fork a work directory of its own, as it was after turn: the snapshot the

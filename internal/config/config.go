@@ -137,6 +137,8 @@ type Workspaces struct {
 	// caches together. 0 keeps any.
 	KeepFor    time.Duration
 	CacheBytes int64
+	// RecordBytes bounds the files of one workspace state recorded in the store.
+	RecordBytes int64
 }
 
 // Gateway configures the model provider.

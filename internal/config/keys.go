@@ -180,6 +180,7 @@ const (
 	WorkspacesPush         = "workspaces.push"
 	WorkspacesKeepFor      = "workspaces.keep_for"
 	WorkspacesCacheMB      = "workspaces.cache_mb"
+	WorkspacesRecordMB     = "workspaces.record_mb"
 
 	GatewayProvider         = "gateway.provider"
 	GatewayBaseURL          = "gateway.base_url"
@@ -383,13 +384,18 @@ var settings = []Setting{
 			"with the worker's token ([operations](operations.md#workspaces-from-git)); false keeps them on the worker",
 		Hint: "false: sessions' changes stay on the worker, no branch is pushed", into: func(d *draft) any { return &d.Workspaces.Push }},
 	{Name: WorkspacesKeepFor, Kind: Duration, Default: contract.DefaultWorkspacesKeepFor, ReadBy: Starter,
-		Doc: "`starter prune` removes the workspaces no tool has used for this long (a session that comes back later gets a fresh checkout " +
-			"of its commit); 0: any age",
+		Doc: "`starter prune` removes the workspaces no tool has used for this long from the worker, and empties the workspaces recorded " +
+			"in the store whose newest record is older (a session or fork that needs one later is refused, saying so); 0: any age",
 		Hint: "starter prune's age past which an unused workspace goes; 0: any age", into: func(d *draft) any { return &d.Workspaces.KeepFor }},
 	{Name: WorkspacesCacheMB, Kind: MiB, Default: contract.DefaultWorkspacesCacheMB, ReadBy: Worker | Starter,
 		Doc: "bounds the per-repository git caches together: after a fetch, and on `starter prune`, the least recently used caches go " +
 			"until they fit (a later session fetches its repository again); 0: any size",
 		Hint: "the git caches' size bound; 0: any size", into: func(d *draft) any { return &d.Workspaces.CacheBytes }},
+	{Name: WorkspacesRecordMB, Kind: MiB, Default: contract.DefaultWorkspacesRecordMB, ReadBy: Worker,
+		Doc: "bounds the files of a workspace recorded in the store after a tool call (the repository's packs aside): a workspace over it " +
+			"is recorded as missing, the user is told, and the session cannot continue on another worker from it " +
+			"([operations](operations.md#workspaces-in-the-store)); 0: any size",
+		Hint: "a recorded workspace's size bound; 0: any size", into: func(d *draft) any { return &d.Workspaces.RecordBytes }},
 
 	{Name: GatewayProvider, Kind: Choice, OneOf: contract.Providers, Default: contract.ProviderOpenAI, ReadBy: Worker | Starter,
 		Flag: "provider", FlagIn: Starter, FlagUsage: "model provider wire format: " + strings.Join(contract.Providers, ", "),

@@ -20,6 +20,9 @@ const (
 	DefaultWorkspacesKeepFor = 336 * time.Hour
 	// DefaultWorkspacesCacheMB bounds the per-repository git caches together, in MiB.
 	DefaultWorkspacesCacheMB = 10240
+	// DefaultWorkspacesRecordMB bounds the files of one recorded workspace state, in MiB: well
+	// above a source tree, below what a store should take per tool call.
+	DefaultWorkspacesRecordMB = 1024
 )
 
 // WorkerTools are a worker's own tool settings, the same for every session it serves: the

@@ -54,7 +54,7 @@ var (
 	goldenGuards     = Guards{Repeat: goldenRepeat, Repairs: goldenRepairs, Rejected: goldenRejected, Breakers: goldenBreakers, Allowed: goldenAllowed}
 	goldenAllowed    = []Allowance{{Tool: "run_command", Command: "go test ./...", By: "ana"}}
 	goldenModelSet   = ModelSettings{Model: "fast", Endpoint: goldenEndpoint, Retry: goldenRetry, WaitLimits: true}
-	goldenToolSet    = ToolSettings{Workdir: "/src", Policy: goldenPolicy, Source: &Source{Repo: "acme/app", Commit: "0123456789abcdef0123456789abcdef01234567", Ref: "main", Workspace: "keel-run-1"}}
+	goldenToolSet    = ToolSettings{Workdir: "/src", Policy: goldenPolicy, Source: &Source{Repo: "acme/app", Commit: "0123456789abcdef0123456789abcdef01234567", Ref: "main", Workspace: "keel-run-1", From: &WorkspaceAt{Session: "keel-run-0", Turn: 2}}}
 	goldenSinks      = []string{"http://127.0.0.1:7000/events"}
 	goldenSettings   = Settings{ModelSettings: goldenModelSet, ToolSettings: goldenToolSet, Sinks: goldenSinks, HeartbeatTimeout: jsondur.Duration(9 * time.Second)}
 	goldenCompaction = &Compaction{Head: "node-3", Cut: 4}
@@ -151,7 +151,7 @@ func goldenPayloads() []struct {
 		}},
 		{"review_request", ReviewRequest{SessionID: "wf-1", Workdir: "/work/ws"}},
 		{"push_request", PushRequest{SessionID: "wf-1", Source: Source{Repo: "acme/app", Commit: "0123456789abcdef0123456789abcdef01234567",
-			Ref: "main", Workspace: "wf-0"}, Message: "fix the test", At: goldenTime}},
+			Ref: "main", Workspace: "wf-0", From: &WorkspaceAt{Session: "wf-prev", Turn: 1}}, Message: "fix the test", At: goldenTime}},
 		{"notify_request", NotifyRequest{Channel: "slack", Escalation: *goldenEscalation}},
 		{"ledger_answer", LedgerAnswer{Verdict: "done", Result: ToolResult{Content: "ok", IsError: true, Changed: true, Fatal: true}, Shown: true}},
 		{"turn_step", TurnStep{Turn: 3, Tool: "read_file", CallID: "call_1", Arguments: "{}", Since: goldenTime}},

@@ -23,6 +23,16 @@ type Source struct {
 	// Workspace is the session whose workspace this one works in: a continued session keeps its
 	// predecessor's files. Empty means the session's own.
 	Workspace string `json:"workspace,omitempty"`
+	// From, when set, is the recorded state a new workspace starts from instead of the commit's
+	// checkout: another session's files after one of its turns (starter fork --turn N), restored
+	// from Keel's store by whichever worker runs the session.
+	From *WorkspaceAt `json:"from,omitempty"`
+}
+
+// WorkspaceAt names a session's recorded workspace after one of its turns.
+type WorkspaceAt struct {
+	Session string `json:"session"`
+	Turn    int    `json:"turn"`
 }
 
 // WorkspaceOf is the session whose workspace the session sessionID works in.

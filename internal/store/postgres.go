@@ -41,7 +41,7 @@ func OpenPostgres(ctx context.Context, dsn string) (*PostgresStore, error) {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7242351)`); err != nil {
 			return err
 		}
-		for _, stmt := range schema {
+		for _, stmt := range append(schema, workspaceSchema...) {
 			if _, err := tx.Exec(ctx, stmt); err != nil {
 				return err
 			}

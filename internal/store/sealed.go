@@ -140,3 +140,60 @@ func (x *sealed) open(e Entry, err error) (Entry, error) {
 	e.Outcome = &out
 	return e, nil
 }
+
+// PutFile seals a workspace file: a session run with a key leaves no file content readable in
+// the store. The hash stays the plain content's, so each content is still stored once.
+func (x *sealed) PutFile(ctx context.Context, hash string, data []byte) error {
+	sb, err := x.s.Seal(data)
+	if err != nil {
+		return fmt.Errorf("sealing a workspace file: %w", err)
+	}
+	return x.Store.PutFile(ctx, hash, sb)
+}
+
+// GetFile opens a file PutFile sealed.
+func (x *sealed) GetFile(ctx context.Context, hash string) ([]byte, error) {
+	b, err := x.Store.GetFile(ctx, hash)
+	if err != nil {
+		return nil, err
+	}
+	plain, err := x.s.Open(b)
+	if err != nil {
+		return nil, fmt.Errorf("opening a sealed workspace file: %w", err)
+	}
+	return plain, nil
+}
+
+// Record seals the record's manifest (the workspace's file names).
+func (x *sealed) Record(ctx context.Context, rec WorkspaceRecord) (int64, error) {
+	if rec.Manifest != nil {
+		sb, err := x.s.Seal(rec.Manifest)
+		if err != nil {
+			return 0, fmt.Errorf("sealing a workspace manifest: %w", err)
+		}
+		rec.Manifest = sb
+	}
+	return x.Store.Record(ctx, rec)
+}
+
+// LatestRecord opens the manifest Record sealed.
+func (x *sealed) LatestRecord(ctx context.Context, workspace string) (WorkspaceRecord, error) {
+	return x.openRecord(x.Store.LatestRecord(ctx, workspace))
+}
+
+// RecordAt opens the manifest Record sealed.
+func (x *sealed) RecordAt(ctx context.Context, session string, turn int) (WorkspaceRecord, error) {
+	return x.openRecord(x.Store.RecordAt(ctx, session, turn))
+}
+
+func (x *sealed) openRecord(rec WorkspaceRecord, err error) (WorkspaceRecord, error) {
+	if err != nil || rec.Manifest == nil {
+		return rec, err
+	}
+	b, err := x.s.Open(rec.Manifest)
+	if err != nil {
+		return WorkspaceRecord{}, fmt.Errorf("opening a sealed workspace manifest: %w", err)
+	}
+	rec.Manifest = b
+	return rec, nil
+}

@@ -27,6 +27,8 @@ type Store interface {
 	Blobs
 	// Ledger records every tool call's claim and outcome.
 	Ledger
+	// Workspaces records sessions' workspaces after each tool result that may have written.
+	Workspaces
 	Close() error
 }
 

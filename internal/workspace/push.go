@@ -58,7 +58,17 @@ func (m *Manager) Push(ctx context.Context, req contract.PushRequest) (contract.
 	if err != nil {
 		return br, err
 	}
-	sdir := m.sessionDir(req.Source.WorkspaceOf(req.SessionID))
+	name := req.Source.WorkspaceOf(req.SessionID)
+	sdir := m.sessionDir(name)
+	// What is pushed is the session's newest recorded state: this worker's copy may be missing
+	// or older (the session's last calls ran elsewhere).
+	if latest, err := m.latest(ctx, name); err != nil {
+		return br, err
+	} else if latest != nil {
+		if _, err := m.Ensure(ctx, name, req.Source); err != nil {
+			return br, fmt.Errorf("bringing the workspace to its newest record before the push: %w", err)
+		}
+	}
 	if _, err := os.Lstat(filepath.Join(sdir, "ready")); errors.Is(err, os.ErrNotExist) {
 		br.Note = NoteNoWorkspace
 		return br, nil

@@ -26,10 +26,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/store"
+	"github.com/keelrun/keel/internal/tools/snapshot"
 )
 
 // Manager materializes workspaces under Root.
@@ -48,6 +51,16 @@ type Manager struct {
 	// CacheBytes bounds the repositories' caches together: after a fetch, the least recently
 	// used other caches go until they fit. 0 bounds nothing.
 	CacheBytes int64
+	// States, when set, is Keel's store, where each workspace's state is recorded after every
+	// tool result that may have written (Record) and restored from by any worker whose copy is
+	// missing or older (Ensure). nil keeps workspaces on this worker only.
+	States store.Workspaces
+	// Snapshots is the worker's snapshot store, through which a restore writes the recorded
+	// files; a restore needs it.
+	Snapshots *snapshot.Store
+	// RecordBytes bounds the files a recorded workspace holds (the repository's packs aside); a
+	// workspace over it is recorded as missing. 0 bounds nothing.
+	RecordBytes int64
 }
 
 // Workspace is a materialized workspace.
@@ -61,6 +74,9 @@ type Workspace struct {
 	Made, Fetched bool
 	// Flattened lists the symlinks that led out of the workspace, checked out as plain files.
 	Flattened []string
+	// Restored, when set, says the workspace was restored from a record in the store rather
+	// than checked out at the commit.
+	Restored *Restored
 }
 
 // Dir is where a session's workspace lives on this worker, whether or not it exists yet.
@@ -72,9 +88,13 @@ func (m *Manager) sessionDir(sessionID string) string {
 	return filepath.Join(m.Root, "sessions", digest(sessionID))
 }
 
-// Ensure returns the session's workspace, materializing it from src when this worker has none:
-// an existing workspace is the session's own, as its tools left it, and is never checked out
-// again. Two calls for one session at once materialize it once.
+// Ensure returns the session's workspace, making it when this worker has none or its copy is
+// older than the store's newest record (another worker went on with the session): an up-to-date
+// copy is the session's own, as its tools left it, and is never checked out again. A workspace
+// is made from the store's newest record of it when there is one, else from the record src.From
+// names (a fork), else from a checkout of the commit. Two calls for one session at once make it
+// once. A record that cannot be restored is a *RestoreError: the session must not go on from
+// other files than its transcript says.
 func (m *Manager) Ensure(ctx context.Context, sessionID string, src contract.Source) (Workspace, error) {
 	if err := src.Check(); err != nil {
 		return Workspace{}, fmt.Errorf("checking the session's source: %w", err)
@@ -89,18 +109,45 @@ func (m *Manager) Ensure(ctx context.Context, sessionID string, src contract.Sou
 	}
 	defer unlock()
 	work := filepath.Join(sdir, "work")
-	if commit, err := os.ReadFile(filepath.Join(sdir, "ready")); err == nil {
+	latest, err := m.latest(ctx, sessionID)
+	if err != nil {
+		return Workspace{}, err
+	}
+	if commit, err := os.ReadFile(filepath.Join(sdir, "ready")); err == nil && (latest == nil || matches(sdir, latest.Seq)) {
 		touch(filepath.Join(sdir, "ready"))
 		return Workspace{Dir: work, Commit: strings.TrimSpace(string(commit))}, nil
 	}
-	ws, err := m.materialize(ctx, src, sdir)
+	rec := latest
+	if rec == nil {
+		if rec, err = m.from(ctx, src); err != nil {
+			return Workspace{}, err
+		}
+	}
+	var ws Workspace
+	if rec != nil {
+		ws, err = m.restore(ctx, src, *rec, sdir)
+		ws.Restored = &Restored{Turn: rec.Turn, CallID: rec.CallID, Session: rec.Session, Own: rec == latest}
+	} else {
+		ws, err = m.materialize(ctx, src, sdir)
+	}
 	if err != nil {
 		return Workspace{}, err
+	}
+	// A copy older than the record goes: its files are not the session's any more.
+	_ = os.Remove(filepath.Join(sdir, "ready"))
+	_ = os.Remove(filepath.Join(sdir, recordedMark))
+	if err := os.RemoveAll(work); err != nil {
+		return Workspace{}, fmt.Errorf("removing the outdated workspace: %w", err)
 	}
 	if err := os.Rename(ws.Dir, work); err != nil {
 		return Workspace{}, fmt.Errorf("putting the workspace in place: %w", err)
 	}
 	ws.Dir, ws.Made = work, true
+	if latest != nil {
+		if err := os.WriteFile(filepath.Join(sdir, recordedMark), []byte(strconv.FormatInt(latest.Seq, 10)), 0o600); err != nil {
+			return Workspace{}, fmt.Errorf("marking the workspace restored: %w", err)
+		}
+	}
 	if err := os.WriteFile(filepath.Join(sdir, "ready"), []byte(ws.Commit+"\n"), 0o600); err != nil {
 		return Workspace{}, fmt.Errorf("marking the workspace ready: %w", err)
 	}
