@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/metrics/record"
 	"github.com/keelrun/keel/internal/tools"
 	"github.com/keelrun/keel/internal/tools/mcp"
@@ -21,7 +22,15 @@ import (
 // effects gets a claim before a tool that may change something starts and the outcome before the
 // activity reports, so a turn that never hears back can still tell what happened.
 func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (res contract.ToolResult, err error) {
-	defer a.endLive(ctx, req.Sinks)
+	j := events.NewJournal(nil)
+	ctx, live := a.beginLive(ctx, req.Watched, j, func() any { return toolBeat{CallID: req.Call.ID, Live: j.Live()} })
+	defer live.end()
+	defer func() {
+		// Set last, so the result event is in it.
+		if err == nil {
+			res.Live = j.Live()
+		}
+	}()
 	req, refused, ok, moved := a.withWorkspace(ctx, req)
 	if !ok {
 		return refused, nil
@@ -29,15 +38,13 @@ func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (res
 	if moved {
 		defer func() { res.Content = MovedNote + res.Content }()
 	}
-	a.Events.Publish(ctx, req.Sinks, contract.Event{
+	publish(ctx, contract.Event{
 		Event: contract.EventToolCall, WorkflowID: req.SessionID, Turn: req.Turn,
 		Tool: req.Call.Name, CallID: req.Call.ID, Arguments: req.Call.Arguments,
 	})
-	// A watcher that keeps up sees the call before it starts; one that does not is not waited for.
-	a.Events.Flush(ctx, req.Sinks)
 	key := ledgerKey(ctx, req.SessionID, req.Turn, req.Call.ID)
 	if a.claim(ctx, key, req) {
-		stop := a.keepBeating(ctx, func() any { return req.Call.ID })
+		stop := a.keepBeating(ctx, live.details)
 		live, stopLive := a.liveOutput(ctx, req)
 		snap := a.snapshots(ctx, req)
 		res, err = a.tools().Run(withLiveOutput(ctx, live), req)
@@ -60,13 +67,14 @@ func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (res
 		a.settle(ctx, key, req, res, false)
 		record.ToolCall(activity.GetMetricsHandler(ctx), req.Call.Name, record.ToolCancelled)
 		activity.GetLogger(ctx).Info("tool call cancelled", "tool", req.Call.Name)
-		return res, temporal.NewCanceledError("the tool call was cancelled")
+		// What the call showed rides in the cancellation, for watchers.
+		return res, temporal.NewCanceledError(contract.LiveDetails{Live: j.Live()})
 	}
 	// Recorded as shown before it is posted: a worker that dies in between leaves the stream one
 	// result short, never two results for one call.
 	record.ToolCall(activity.GetMetricsHandler(ctx), req.Call.Name, outcome)
 	if a.settle(ctx, key, req, res, true) {
-		a.Events.Publish(ctx, req.Sinks, contract.Event{
+		publish(ctx, contract.Event{
 			Event: contract.EventToolResult, WorkflowID: req.SessionID, Turn: req.Turn,
 			Tool: req.Call.Name, CallID: req.Call.ID, Text: res.Content, IsError: res.IsError,
 		})
@@ -158,7 +166,7 @@ func (a *Activities) snapshots(ctx context.Context, req contract.ToolRequest) fu
 			// A size limit: the operator's log says which, and so does the user's terminal,
 			// since a later fork of this turn will lack files.
 			activity.GetLogger(ctx).Warn("the work directory's snapshot for fork --turn reached a size limit", "turn", req.Turn, "error", err)
-			a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventNotice, WorkflowID: req.SessionID, Turn: req.Turn,
+			publish(ctx, contract.Event{Event: contract.EventNotice, WorkflowID: req.SessionID, Turn: req.Turn,
 				Text: limit.Error() + map[bool]string{false: "; a fork of this turn will not have them", true: "; a fork of this turn is refused"}[limit.Whole]})
 		case err != nil:
 			activity.GetLogger(ctx).Warn("the work directory's snapshot for fork --turn could not be taken", "turn", req.Turn, "error", err)

@@ -11,7 +11,6 @@ import (
 	"github.com/keelrun/keel/activities"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
-	"github.com/keelrun/keel/internal/events"
 )
 
 // TestRunToolRefusesWorkdirWithWorkerFiles: a worker runs no built-in tool of a session whose work
@@ -62,7 +61,7 @@ func TestRunToolRefusesWorkdirWithWorkerFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			acts := &activities.Activities{Events: events.NewPublisher(), Tools: activities.DefaultTools{CheckWorkdir: cfg.CheckWorkdir}}
+			acts := &activities.Activities{Tools: activities.DefaultTools{CheckWorkdir: cfg.CheckWorkdir}}
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestActivityEnvironment()
 			env.RegisterActivityWithOptions(acts.RunTool, activity.RegisterOptions{Name: contract.RunToolActivity})
