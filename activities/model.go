@@ -59,11 +59,10 @@ func (a *Activities) withLive(ctx context.Context, err error) error {
 	var f contract.Failure
 	switch {
 	case errors.As(err, &app) && app.NonRetryable() && app.Details(&f) == nil:
-		f.Live = l.j.Live()
-		return surfaced(f)
+		return temporal.NewApplicationErrorWithOptions(f.Reason, contract.ModelErrorType,
+			temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{f, contract.LiveDetails{Live: l.j.Live()}}})
 	case errors.As(err, &ce) && ce.HasDetails() && ce.Details(&f) == nil:
-		f.Live = l.j.Live()
-		return temporal.NewCanceledError(f)
+		return temporal.NewCanceledError(f, contract.LiveDetails{Live: l.j.Live()})
 	default:
 		l.flush(ctx)
 		return err

@@ -92,8 +92,9 @@ func (r *modelRig) call(t *testing.T, req contract.ModelRequest, heartbeat any) 
 	}
 	var app *temporal.ApplicationError
 	var f contract.Failure
-	if errors.As(err, &app) && app.Details(&f) == nil {
-		r.take(f.Live)
+	var live contract.LiveDetails
+	if errors.As(err, &app) && app.Details(&f, &live) == nil {
+		r.take(live.Live)
 	}
 	return resp, err
 }

@@ -49,7 +49,9 @@ func (l *LiveEvents) Next() int {
 }
 
 // LiveDetails is the shape every heartbeat of an activity that publishes events shares, so a
-// watcher reads the events of any of them without knowing which activity it is.
+// watcher reads the events of any of them without knowing which activity it is. A failed or
+// cancelled call's error carries one as its last detail, after the contract.Failure the turn
+// reads.
 type LiveDetails struct {
 	Live *LiveEvents `json:"live,omitempty"`
 }

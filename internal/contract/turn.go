@@ -91,8 +91,6 @@ type Failure struct {
 	// ResetAt is when a usage limit resets (ClassUsageLimit): the session waits for it on a timer
 	// and then makes the same call once more.
 	ResetAt time.Time `json:"reset_at,omitzero"`
-	// Live are the failed or cancelled call's live events, for watchers (LiveEvents).
-	Live *LiveEvents `json:"live,omitempty"`
 }
 
 // ModelRequest is the input of the CallModel activity.

@@ -307,14 +307,16 @@ func (f *follower) pollHeartbeats(ctx context.Context, r *runState) {
 	}
 }
 
-// decode reads the live events a result, failure details or heartbeat details carry; nil when
-// they carry none (an activity that publishes nothing, or details of another shape).
+// decode reads the live events a result, failure details or heartbeat details carry (in their
+// last payload: a failure's details hold the contract.Failure first); nil when they carry none
+// (an activity that publishes nothing, or details of another shape).
 func (f *follower) decode(p *commonpb.Payloads) *contract.LiveEvents {
-	if len(p.GetPayloads()) == 0 {
+	ps := p.GetPayloads()
+	if len(ps) == 0 {
 		return nil
 	}
 	var d contract.LiveDetails
-	if err := f.o.DataConverter.FromPayload(p.GetPayloads()[0], &d); err != nil {
+	if err := f.o.DataConverter.FromPayload(ps[len(ps)-1], &d); err != nil {
 		return nil
 	}
 	return d.Live
