@@ -40,7 +40,13 @@ type liveRig struct {
 
 func newLiveRig(t testing.TB, extraEnv ...string) *liveRig {
 	t.Helper()
-	gw := fakegw.New(fakegw.Options{SlowStreamDuration: livePieces * livePause, SlowStreamInterval: livePause})
+	return newLiveRigWith(t, fakegw.Options{SlowStreamDuration: livePieces * livePause, SlowStreamInterval: livePause}, extraEnv...)
+}
+
+// newLiveRigWith is newLiveRig on a gateway with the options o.
+func newLiveRigWith(t testing.TB, o fakegw.Options, extraEnv ...string) *liveRig {
+	t.Helper()
+	gw := fakegw.New(o)
 	if err := gw.Start("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
