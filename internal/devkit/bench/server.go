@@ -59,9 +59,9 @@ func StartServer(ctx context.Context, dyn map[string]string) (*Server, error) {
 		ExistingPath:  bin,
 		ClientOptions: &client.Options{Namespace: "default", Logger: quietLogger()},
 		LogLevel:      "error",
-		ExtraArgs: args,
-		Stdout:    io.Discard,
-		Stderr:    io.Discard,
+		ExtraArgs:     args,
+		Stdout:        io.Discard,
+		Stderr:        io.Discard,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting a dev server with %v: %w", dyn, err)
