@@ -12,7 +12,6 @@ import (
 
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
-	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/jsondur"
 	"github.com/keelrun/keel/internal/session"
 	"github.com/keelrun/keel/internal/textfmt"
@@ -76,8 +75,11 @@ func startSession(ctx context.Context, c client.Client, cfg config.Config, spec 
 	stopWatching := sc.KeepWatching(ctx, run.GetID(), watcher, false)
 	defer stopWatching()
 	// A job that already ran shows its result only; a new session every event from its start.
-	source := events.Follow(ctx, c, run.GetID(), events.FollowOptions{FromNow: ran})
-	defer func() { _ = source.Close() }()
+	source, closeSource, err := followLive(ctx, c, cfg, run.GetID(), ran)
+	if err != nil {
+		return contract.Summary{}, err
+	}
+	defer closeSource()
 	f := &follower{c: sc, workflowID: run.GetID(), p: p, source: source, interactive: interactive(p)}
 	if spec.ownWorker {
 		f.ownQueue = cfg.Temporal.TaskQueue

@@ -17,7 +17,6 @@ import (
 	"github.com/keelrun/keel/internal/app"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
-	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/jsondur"
 	"github.com/keelrun/keel/internal/session"
 	"github.com/keelrun/keel/internal/store"
@@ -80,8 +79,11 @@ func watchCmd(g *globals) *cobra.Command {
 				defer sc.KeepWatching(ctx, wid, watcher, false)()
 				// What ended before now is in the transcript above; the source goes on from the
 				// turn in flight.
-				source := events.Follow(ctx, c, wid, events.FollowOptions{FromNow: true})
-				defer func() { _ = source.Close() }()
+				source, closeSource, err := followLive(ctx, c, cfg, wid, true)
+				if err != nil {
+					return err
+				}
+				defer closeSource()
 				f := &follower{c: sc, workflowID: wid, p: p, source: source, interactive: interactive(p), attached: true, seen: seen}
 				if d, err := c.DescribeWorkflow(ctx, wid, ""); err == nil && d.RawResponse.GetWorkflowExecutionInfo().GetStartTime() != nil {
 					f.started = d.RawResponse.GetWorkflowExecutionInfo().GetStartTime().AsTime()

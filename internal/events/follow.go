@@ -41,6 +41,10 @@ type FollowOptions struct {
 	// DataConverter decodes results and heartbeat details; nil is the SDK's default, which reads
 	// what the client hands over (a client with codec.keys decrypts every payload it receives).
 	DataConverter converter.DataConverter
+	// Resolve fetches a payload the SDK kept out of history (a claim, for a result over the
+	// store's threshold: store.Resolver) and returns others as they are; nil reads claims as
+	// carrying no events.
+	Resolve func(ctx context.Context, p *commonpb.Payload) (*commonpb.Payload, error)
 }
 
 // Source is a session's live events as a follower reads them from Temporal.
@@ -265,7 +269,7 @@ func (f *follower) ended(ctx context.Context, r *runState, scheduled int64, p *c
 	}
 	a := r.pending[i]
 	r.pending = append(r.pending[:i], r.pending[i+1:]...)
-	f.deliver(ctx, r.key(a.activityID), f.decode(p))
+	f.deliver(ctx, r.key(a.activityID), f.decode(ctx, p))
 }
 
 // pollHeartbeats reads the heartbeat details of the first running activity of r while there is
@@ -297,7 +301,7 @@ func (f *follower) pollHeartbeats(ctx context.Context, r *runState) {
 			if pa.GetActivityId() != first.activityID {
 				continue
 			}
-			live := f.decode(pa.GetHeartbeatDetails())
+			live := f.decode(ctx, pa.GetHeartbeatDetails())
 			f.mu.Lock()
 			if len(r.pending) > 0 && r.pending[0] == first {
 				f.deliver(ctx, r.key(first.activityID), live)
@@ -310,13 +314,20 @@ func (f *follower) pollHeartbeats(ctx context.Context, r *runState) {
 // decode reads the live events a result, failure details or heartbeat details carry (in their
 // last payload: a failure's details hold the contract.Failure first); nil when they carry none
 // (an activity that publishes nothing, or details of another shape).
-func (f *follower) decode(p *commonpb.Payloads) *contract.LiveEvents {
+func (f *follower) decode(ctx context.Context, p *commonpb.Payloads) *contract.LiveEvents {
 	ps := p.GetPayloads()
 	if len(ps) == 0 {
 		return nil
 	}
+	last := ps[len(ps)-1]
+	if f.o.Resolve != nil {
+		var err error
+		if last, err = f.o.Resolve(ctx, last); err != nil {
+			return nil
+		}
+	}
 	var d contract.LiveDetails
-	if err := f.o.DataConverter.FromPayload(ps[len(ps)-1], &d); err != nil {
+	if err := f.o.DataConverter.FromPayload(last, &d); err != nil {
 		return nil
 	}
 	return d.Live
