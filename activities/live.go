@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"sync"
 	"time"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/events"
+	"github.com/keelrun/keel/internal/tools"
+	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
 // liveEvery is how often a running command's new output becomes an output event.
@@ -155,4 +158,25 @@ func withLiveOutput(ctx context.Context, w io.Writer) context.Context {
 func liveOutputOf(ctx context.Context) io.Writer {
 	w, _ := ctx.Value(liveKey{}).(io.Writer)
 	return w
+}
+
+// beforeMax bounds the content a write_file call's event carries of the file it replaces.
+const beforeMax = 64 << 10
+
+// writesOver is, for a write_file call, the file's content before it runs (contract.Event.Before):
+// a watcher may show the call only after it ran, when the file no longer holds it. Nil for other
+// calls and for files over beforeMax.
+func writesOver(req contract.ToolRequest) *string {
+	if req.Call.Name != toolspec.WriteFile {
+		return nil
+	}
+	var a toolspec.WriteFileArgs
+	if json.Unmarshal([]byte(req.Call.Arguments), &a) != nil {
+		return nil
+	}
+	before, ok := tools.ReadForDiff(req.Workdir, a.Path, beforeMax)
+	if !ok {
+		return nil
+	}
+	return &before
 }

@@ -40,7 +40,7 @@ func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (res
 	}
 	publish(ctx, contract.Event{
 		Event: contract.EventToolCall, WorkflowID: req.SessionID, Turn: req.Turn,
-		Tool: req.Call.Name, CallID: req.Call.ID, Arguments: req.Call.Arguments,
+		Tool: req.Call.Name, CallID: req.Call.ID, Arguments: req.Call.Arguments, Before: writesOver(req),
 	})
 	key := ledgerKey(ctx, req.SessionID, req.Turn, req.Call.ID)
 	if a.claim(ctx, key, req) {

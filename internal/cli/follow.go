@@ -93,7 +93,13 @@ type follower struct {
 	// sourceDone says the live events ended: the session's last run ended and every event of it
 	// was delivered.
 	sourceDone bool
+	// polled is when the status was last asked.
+	polled time.Time
 }
+
+// turnRuns says a turn of the session runs, as the live events' reader knows from the session's
+// history: what it does next arrives as events, and the session waits for no one meanwhile.
+func (f *follower) turnRuns() bool { return f.source != nil && !f.sourceDone && f.source.Busy() }
 
 // liveEvents is the channel of live events, nil once it closed.
 func (f *follower) liveEvents() <-chan contract.Event {
@@ -176,8 +182,14 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 			}
 			f.live(ctx, e)
 		case <-frames.C:
-			if !time.Now().Before(f.nextPoll) {
-				f.pollStatus(ctx)
+			if now := time.Now(); !now.Before(f.nextPoll) {
+				if f.turnRuns() && now.Sub(f.polled) < backstopPoll {
+					// A turn runs: its events say what happens; only the backstop asks (a
+					// sub-agent the turn waits for may be waiting for a person).
+					f.nextPoll = f.polled.Add(backstopPoll)
+				} else {
+					f.pollStatus(ctx)
+				}
 			}
 			f.screen.Draw(f.prog.lines(time.Now()))
 		case <-f.settle:
@@ -453,6 +465,7 @@ func (f *follower) pollStatus(ctx context.Context) {
 		f.quiet = backstopPoll
 	}
 	f.nextPoll = time.Now().Add(f.quiet)
+	f.polled = time.Now()
 	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	st, err := f.c.LiveStatus(qctx, f.workflowID)

@@ -78,6 +78,10 @@ type Event struct {
 	Tokens      int64     `json:"tokens,omitempty"`
 	SavedTokens int64     `json:"saved_tokens,omitempty"`
 	Time        time.Time `json:"time,omitempty"`
+	// Before is, on a write_file call, the file's content before the call as the worker read it
+	// (nil when it was too large to compare), so a watcher that shows the call after it ran still
+	// shows what it changed.
+	Before *string `json:"before,omitempty"`
 	// Status is set on status events ("session": a summary line's "status" is its status word).
 	Status *SessionStatus `json:"session,omitempty"`
 }

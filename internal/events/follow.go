@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -52,6 +53,7 @@ type Source struct {
 	events chan contract.Event
 	done   chan struct{}
 	cancel context.CancelFunc
+	f      *follower
 }
 
 // Follow starts reading the live events of session workflowID through c, its current run and
@@ -66,8 +68,9 @@ func Follow(ctx context.Context, c client.Client, workflowID string, o FollowOpt
 		o.DataConverter = converter.GetDefaultDataConverter()
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := &Source{events: make(chan contract.Event, 4096), done: make(chan struct{}), cancel: cancel}
-	f := &follower{c: c, o: o, out: s.events, next: map[string]int{}, workflowID: workflowID}
+	f := &follower{c: c, o: o, next: map[string]int{}, workflowID: workflowID}
+	s := &Source{events: make(chan contract.Event, 4096), done: make(chan struct{}), cancel: cancel, f: f}
+	f.out = s.events
 	go func() {
 		defer close(s.done)
 		defer close(s.events)
@@ -79,6 +82,10 @@ func Follow(ctx context.Context, c client.Client, workflowID string, o FollowOpt
 // Events delivers the events; it is closed once the session ended and all of them were
 // delivered, or the source was closed.
 func (s *Source) Events() <-chan contract.Event { return s.events }
+
+// Busy says a turn of the session runs: its events will say what happens next, so a follower
+// need not ask the session (a billed query) while it is busy.
+func (s *Source) Busy() bool { return s.f.turns.Load() > 0 }
 
 // Close stops reading.
 func (s *Source) Close() error {
@@ -100,6 +107,8 @@ type follower struct {
 	// position after the last event delivered, per activity (run ID and activity ID).
 	mu   sync.Mutex
 	next map[string]int
+	// turns counts the turn histories being read (one while a turn runs).
+	turns atomic.Int32
 }
 
 // run follows the session's run chain.
@@ -200,7 +209,9 @@ func (f *follower) followRun(ctx context.Context, workflowID, runID string, from
 				a := ev.GetChildWorkflowExecutionStartedEventAttributes()
 				if a.GetWorkflowType().GetName() == contract.TurnWorkflow && !ended[a.GetInitiatedEventId()] {
 					// Turns run one at a time, and sub-agents' children are sessions of their own.
+					f.turns.Add(1)
 					f.followRun(ctx, a.GetWorkflowExecution().GetWorkflowId(), a.GetWorkflowExecution().GetRunId(), ev.GetEventId() <= attached)
+					f.turns.Add(-1)
 				}
 			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
 				return ev.GetWorkflowExecutionContinuedAsNewEventAttributes().GetNewExecutionRunId()
