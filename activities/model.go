@@ -139,7 +139,7 @@ const ScriptedLabel = "scripted fake, as "
 
 // modelCall is one model call as callChain runs it on every route it tries.
 type modelCall struct {
-	// req is the request failures are reported against: its session, turn, sinks and retry.
+	// req is the request failures are reported against: its session, turn and retry.
 	req     contract.ModelRequest
 	attempt int
 	// send is what each route is sent, with the route's own model when it names one.

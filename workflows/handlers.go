@@ -131,7 +131,7 @@ func (s *session) queryStatus() (contract.SessionStatus, error) {
 	}, nil
 }
 
-// statusNote is the status a turn's model call posts to the sinks as it starts: the turn in flight,
+// statusNote is the status a turn's model call publishes as it starts: the turn in flight,
 // tokens, counters and the session-level events no earlier note carried, so an attached terminal
 // learns of them without a query (each query is a billed action). Only payload changes: no command.
 func (s *session) statusNote() *contract.SessionStatus {

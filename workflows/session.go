@@ -51,7 +51,7 @@ type session struct {
 	decision   *contract.ApprovalDecision
 
 	// running is the turn in flight (0 between turns); noted is the last event number a turn's
-	// status note carried to the sinks (statusNote).
+	// status note carried to the watchers (statusNote).
 	running int
 	noted   int
 

@@ -16,7 +16,7 @@ type TurnInput struct {
 	// Empty means Tools is the whole list.
 	BuiltinTools string     `json:"builtin_tools,omitempty"`
 	Tools        []ToolSpec `json:"tools,omitempty"`
-	// Settings are the session's SessionInput.Settings, with the sinks attached so far.
+	// Settings are the session's SessionInput.Settings.
 	Settings
 	// Guards are the session's, as the last turn left them.
 	Guards
