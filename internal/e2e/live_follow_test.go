@@ -186,11 +186,11 @@ func pendingActivity(t testing.TB, wid string) bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	d, err := env.Client().DescribeWorkflowExecution(ctx, contract.TurnWorkflowID(wid, 1), "")
+	d, err := env.Client().DescribeWorkflow(ctx, contract.TurnWorkflowID(wid, 1), "")
 	if err != nil {
 		return false
 	}
-	for _, pa := range d.GetPendingActivities() {
+	for _, pa := range d.RawResponse.GetPendingActivities() {
 		if pa.GetActivityType().GetName() == contract.CallModelActivity && pa.GetLastHeartbeatTime() != nil {
 			return true
 		}

@@ -159,17 +159,6 @@ func median(ds []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// deltas counts the delta events a starter printed.
-func deltas(evs []contract.Event) int {
-	n := 0
-	for _, e := range evs {
-		if e.Event == contract.EventDelta {
-			n++
-		}
-	}
-	return n
-}
-
 // onceInOrder fails unless the live events evs of one session hold every piece of each model
 // call's reply once and in order (delta Seq 1, 2, ... after each model call event), at least
 // pieces of them, and each tool call and result once.

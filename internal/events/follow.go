@@ -116,9 +116,9 @@ func (f *follower) run(ctx context.Context) {
 	fromNow := f.o.FromNow
 	runID := ""
 	for wait := retryFirst; runID == ""; wait = min(2*wait, retryCap) {
-		d, err := f.c.DescribeWorkflowExecution(ctx, f.workflowID, "")
+		d, err := f.c.DescribeWorkflow(ctx, f.workflowID, "")
 		if err == nil {
-			runID = d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+			runID = d.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId()
 			break
 		}
 		var gone *serviceerror.NotFound
@@ -304,11 +304,11 @@ func (f *follower) pollHeartbeats(ctx context.Context, r *runState) {
 		if first.scheduled == 0 {
 			continue
 		}
-		d, err := f.c.DescribeWorkflowExecution(ctx, r.workflowID, r.runID)
+		d, err := f.c.DescribeWorkflow(ctx, r.workflowID, r.runID)
 		if err != nil {
 			continue
 		}
-		for _, pa := range d.GetPendingActivities() {
+		for _, pa := range d.RawResponse.GetPendingActivities() {
 			if pa.GetActivityId() != first.activityID {
 				continue
 			}
