@@ -25,6 +25,8 @@ type liveCall struct {
 	mu   sync.Mutex
 	beat func() any
 	stop func()
+	// watched says the session was watched as the call started.
+	watched bool
 }
 
 // liveCallKey is the context key of the running activity's liveCall.
@@ -35,7 +37,7 @@ type liveCallKey struct{}
 // added since the last one; unwatched, only the activity's own heartbeats carry them, and its
 // result does. The returned context carries the journal to publish; end stops the heartbeats.
 func (a *Activities) beginLive(ctx context.Context, watched bool, j *events.Journal, beat func() any) (context.Context, *liveCall) {
-	l := &liveCall{j: j, beat: beat, stop: func() {}}
+	l := &liveCall{j: j, beat: beat, stop: func() {}, watched: watched}
 	ctx = context.WithValue(ctx, liveCallKey{}, l)
 	if watched && activity.IsActivity(ctx) {
 		l.stop = every(ctx, a.liveInterval(), func(ctx context.Context) {
@@ -70,8 +72,15 @@ func (l *liveCall) setBeat(beat func() any) {
 	l.beat = beat
 }
 
-// end stops the watched heartbeats.
-func (l *liveCall) end() { l.stop() }
+// end stops the watched heartbeats, and says once, in the worker's log with the activity's
+// session and turn, when a watched call's events left the window before a heartbeat or the
+// result carried them.
+func (l *liveCall) end(ctx context.Context) {
+	l.stop()
+	if n := l.j.Dropped(); n > 0 && l.watched && activity.IsActivity(ctx) {
+		activity.GetLogger(ctx).Warn("live events were dropped for this call's watchers (more than its window holds between two heartbeats); the transcript is complete", "dropped", n)
+	}
+}
 
 // flush heartbeats the events not yet carried by one: before an attempt fails and is retried, so
 // the next attempt goes on from them and watchers see them.

@@ -17,7 +17,7 @@ import (
 func TestLiveOutputReachesTheJournal(t *testing.T) {
 	a := &Activities{}
 	ctx, live := a.beginLive(context.Background(), false, events.NewJournal(nil), func() any { return nil })
-	defer live.end()
+	defer live.end(ctx)
 	req := contract.ToolRequest{SessionID: "s1", Turn: 3, Call: contract.ToolCall{ID: "c1", Name: "run_command"}}
 	w, stop := a.liveOutput(ctx, req)
 	for i := range 2000 {

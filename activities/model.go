@@ -41,7 +41,7 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 	}
 	j := events.NewJournal(prev.Live)
 	ctx, live := a.beginLive(ctx, req.Watched, j, func() any { return attemptState{Attempt: attempt, Live: j.Live()} })
-	defer live.end()
+	defer live.end(ctx)
 	resp, err := a.callModel(ctx, req, attempt, prev)
 	if err != nil {
 		return resp, a.withLive(ctx, err)

@@ -24,7 +24,7 @@ import (
 func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (res contract.ToolResult, err error) {
 	j := events.NewJournal(nil)
 	ctx, live := a.beginLive(ctx, req.Watched, j, func() any { return toolBeat{CallID: req.Call.ID, Live: j.Live()} })
-	defer live.end()
+	defer live.end(ctx)
 	defer func() {
 		// Set last, so the result event is in it.
 		if err == nil {

@@ -48,6 +48,9 @@ func TestJournalWindow(t *testing.T) {
 			if j.Unsent() {
 				t.Fatal("unsent right after Live")
 			}
+			if l != nil && c.prev == nil && j.Dropped() != l.From {
+				t.Fatalf("%d dropped, want the %d before the window (none was handed out)", j.Dropped(), l.From)
+			}
 			if l != nil && c.add > 0 && l.Events[len(l.Events)-1].Seq != c.add {
 				t.Fatalf("the window ends at %d, want the newest (%d)", l.Events[len(l.Events)-1].Seq, c.add)
 			}

@@ -39,8 +39,10 @@ type Journal struct {
 	events []contract.Event
 	sizes  []int
 	bytes  int
-	// sent is the position after the last event handed out by Live.
-	sent int
+	// sent is the position after the last event handed out by Live; dropped counts the events
+	// that left the window before Live handed them out (no payload carried them).
+	sent    int
+	dropped int
 }
 
 // NewJournal starts an activity's journal; prev is the window an earlier attempt of the same
@@ -81,6 +83,7 @@ func (j *Journal) add(e contract.Event) {
 		drop++
 	}
 	if drop > 0 {
+		j.dropped += max(0, min(j.from+drop, j.from+len(j.events))-max(j.from, j.sent))
 		j.events = append(j.events[:0:0], j.events[drop:]...)
 		j.sizes = append(j.sizes[:0:0], j.sizes[drop:]...)
 		j.from += drop
@@ -108,6 +111,17 @@ func (j *Journal) Live() *contract.LiveEvents {
 		return nil
 	}
 	return &contract.LiveEvents{From: j.from, Events: append([]contract.Event(nil), j.events...)}
+}
+
+// Dropped is how many events left the window before any payload carried them: watchers see a
+// notice in their place.
+func (j *Journal) Dropped() int {
+	if j == nil {
+		return 0
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.dropped
 }
 
 // Unsent says whether events were added since Live last handed the window out.
