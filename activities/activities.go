@@ -15,7 +15,6 @@ import (
 
 	"github.com/keelrun/keel/escalation"
 	"github.com/keelrun/keel/internal/contract"
-	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tools/mcp"
 	"github.com/keelrun/keel/internal/tools/snapshot"
@@ -28,7 +27,9 @@ type Activities struct {
 	// Models reaches the worker's model, its fallbacks and the endpoints sessions name.
 	Models *Models
 	Store  store.Store
-	Events *events.Publisher
+	// LiveEvery is how often a running activity of a watched session heartbeats its new live
+	// events (events.interval); zero is contract.DefaultEventsInterval.
+	LiveEvery time.Duration
 	// Notifiers send escalation notices, by channel name.
 	Notifiers map[string]escalation.Notifier
 	// MCP serves the tools of the configured MCP servers (ListTools); nil when there are none.

@@ -15,7 +15,6 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/demo"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
-	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/gateway"
 	"github.com/keelrun/keel/internal/store"
 )
@@ -57,7 +56,7 @@ func TestCompactTranscript(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			acts := &activities.Activities{Models: activities.Solo(p), Store: st, Events: events.NewPublisher()}
+			acts := &activities.Activities{Models: activities.Solo(p), Store: st}
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestActivityEnvironment()
 			env.RegisterActivityWithOptions(acts.CallModel, activity.RegisterOptions{Name: contract.CallModelActivity})
@@ -188,7 +187,7 @@ func TestCompactionCutKeepsCallsWithResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts := &activities.Activities{Models: activities.Solo(p), Store: st, Events: events.NewPublisher()}
+	acts := &activities.Activities{Models: activities.Solo(p), Store: st}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivityWithOptions(acts.CompactTranscript, activity.RegisterOptions{Name: contract.CompactActivity})
@@ -299,7 +298,7 @@ func TestCompactionDistrustsTheSummary(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			acts := &activities.Activities{Models: activities.Solo(scriptedSummary{c.reply}), Store: st, Events: events.NewPublisher()}
+			acts := &activities.Activities{Models: activities.Solo(scriptedSummary{c.reply}), Store: st}
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestActivityEnvironment()
 			env.RegisterActivityWithOptions(acts.CompactTranscript, activity.RegisterOptions{Name: contract.CompactActivity})

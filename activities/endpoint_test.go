@@ -16,7 +16,6 @@ import (
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
-	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/gateway"
 	"github.com/keelrun/keel/internal/store"
 )
@@ -68,7 +67,7 @@ func TestCallModelServesSessionEndpoint(t *testing.T) {
 		Own:  ownCfg,
 		Keys: map[string]gateway.Key{"second": {Value: "second-secret", BaseURL: second.srv.URL + "/v1"}},
 	}
-	acts := &activities.Activities{Models: models, Store: st, Events: events.NewPublisher()}
+	acts := &activities.Activities{Models: models, Store: st}
 	cases := []struct {
 		name      string
 		ep        *contract.Endpoint
@@ -154,7 +153,7 @@ func TestSessionEndpointThenWorkerFallbacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts := &activities.Activities{Store: st, Events: events.NewPublisher(), Models: &activities.Models{
+	acts := &activities.Activities{Store: st, Models: &activities.Models{
 		Chain:     gateway.NewChain(0, gateway.Route{Provider: primary}, gateway.Route{Provider: fallback, Model: fakegw.FallbackModel}),
 		Endpoints: &gateway.Endpoints{Own: ownCfg},
 	}}
@@ -198,7 +197,7 @@ func TestScriptedWorkerServesOnlyScripted(t *testing.T) {
 	}
 	models := activities.Solo(primary)
 	models.Endpoints = &gateway.Endpoints{Own: ownCfg, Scripted: true}
-	acts := &activities.Activities{Models: models, Store: st, Events: events.NewPublisher()}
+	acts := &activities.Activities{Models: models, Store: st}
 	cases := []struct {
 		name   string
 		ep     *contract.Endpoint

@@ -10,7 +10,6 @@ import (
 
 	"github.com/keelrun/keel/activities"
 	"github.com/keelrun/keel/internal/contract"
-	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tools/toolspec"
 )
@@ -51,7 +50,7 @@ func TestRunToolLedger(t *testing.T) {
 			}
 			ran := false
 			var during string
-			acts := &activities.Activities{Events: events.NewPublisher(), Store: st}
+			acts := &activities.Activities{Store: st}
 			acts.Tools = activities.ToolRunnerFunc(func(ctx context.Context, req contract.ToolRequest) (contract.ToolResult, error) {
 				ran = true
 				ans, err := acts.ReadToolLedger(ctx, contract.LedgerRequest{SessionID: req.SessionID, Turn: req.Turn, CallID: req.Call.ID})
@@ -101,7 +100,7 @@ func TestRunToolAfterResolve(t *testing.T) {
 		t.Fatal(err)
 	}
 	ran := false
-	acts := &activities.Activities{Events: events.NewPublisher(), Store: fs}
+	acts := &activities.Activities{Store: fs}
 	acts.Tools = activities.ToolRunnerFunc(func(context.Context, contract.ToolRequest) (contract.ToolResult, error) {
 		ran = true
 		return contract.ToolResult{Content: "ran"}, nil

@@ -11,55 +11,55 @@ import (
 	"github.com/keelrun/keel/internal/events"
 )
 
-// TestLiveOutputReachesTheSink: output written while a command runs arrives at the session's sink
-// as output events naming the call, each at most contract.OutputEventMax bytes, the last of them
-// ending with the newest output; nothing is posted after stop.
-func TestLiveOutputReachesTheSink(t *testing.T) {
-	sink, err := events.Listen("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Close()
-	a := &Activities{Events: events.NewPublisher()}
-	req := contract.ToolRequest{SessionID: "s1", Turn: 3, Sinks: []string{sink.URL()}, Call: contract.ToolCall{ID: "c1", Name: "run_command"}}
-	w, stop := a.liveOutput(context.Background(), req)
-	if w == nil {
-		t.Fatal("no live writer although a sink listens")
-	}
+// TestLiveOutputReachesTheJournal: output written while a command runs becomes output events in
+// the call's journal naming the call, each at most contract.OutputEventMax bytes, the last of
+// them ending with the newest output; nothing is added after stop.
+func TestLiveOutputReachesTheJournal(t *testing.T) {
+	a := &Activities{}
+	ctx, live := a.beginLive(context.Background(), false, events.NewJournal(nil), func() any { return nil })
+	defer live.end(ctx)
+	req := contract.ToolRequest{SessionID: "s1", Turn: 3, Call: contract.ToolCall{ID: "c1", Name: "run_command"}}
+	w, stop := a.liveOutput(ctx, req)
 	for i := range 2000 {
 		fmt.Fprintf(w, "line %04d\n", i)
 	}
-	var last contract.Event
-	deadline := time.After(10 * time.Second)
-	for !strings.HasSuffix(last.Text, "line 1999\n") {
-		select {
-		case last = <-sink.Events():
-			if last.Event != contract.EventOutput || last.CallID != "c1" || last.Tool != "run_command" || last.Turn != 3 || last.WorkflowID != "s1" {
-				t.Fatalf("event %+v", last)
-			}
-			if len(last.Text) > contract.OutputEventMax {
-				t.Fatalf("an output event of %d bytes, over the bound %d", len(last.Text), contract.OutputEventMax)
-			}
-		case <-deadline:
-			t.Fatalf("the newest output never arrived; last event %+v", last)
+	deadline := time.Now().Add(10 * time.Second)
+	var evs []contract.Event
+	for {
+		if l := live.j.Live(); l != nil {
+			evs = l.Events
+		}
+		if len(evs) > 0 && strings.HasSuffix(evs[len(evs)-1].Text, "line 1999\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the newest output never arrived; events %+v", evs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, e := range evs {
+		if e.Event != contract.EventOutput || e.CallID != "c1" || e.Tool != "run_command" || e.Turn != 3 || e.WorkflowID != "s1" {
+			t.Fatalf("event %+v", e)
+		}
+		if len(e.Text) > contract.OutputEventMax {
+			t.Fatalf("an output event of %d bytes, over the bound %d", len(e.Text), contract.OutputEventMax)
 		}
 	}
 	stop()
+	n := len(evs)
+	// stop returns once the publishing goroutine has ended, so nothing can follow it.
 	fmt.Fprintln(w, "after stop")
-	select {
-	case e := <-sink.Events():
-		t.Fatalf("an event after stop: %+v", e)
-	case <-time.After(3 * liveEvery):
+	if l := live.j.Live(); len(l.Events) != n {
+		t.Fatalf("%d events after stop, want %d", len(l.Events), n)
 	}
 }
 
-// TestLiveOutputWithoutSinks: nobody watching, no writer and no goroutine.
-func TestLiveOutputWithoutSinks(t *testing.T) {
-	a := &Activities{Events: events.NewPublisher()}
-	w, stop := a.liveOutput(context.Background(), contract.ToolRequest{})
-	stop()
-	if w != nil {
-		t.Fatal("a live writer without sinks")
+// TestPublishOutsideAnActivity: a call with no journal (a compaction's model call) publishes
+// nowhere, and a nil writer never travels in the context.
+func TestPublishOutsideAnActivity(t *testing.T) {
+	publish(context.Background(), contract.Event{Event: contract.EventNotice})
+	if liveOf(context.Background()) != nil {
+		t.Fatal("a journal without beginLive")
 	}
 	if liveOutputOf(withLiveOutput(context.Background(), nil)) != nil {
 		t.Fatal("a nil writer travelled in the context")

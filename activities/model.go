@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/gateway"
 	"github.com/keelrun/keel/internal/metrics/record"
 	"github.com/keelrun/keel/internal/textfmt"
@@ -23,6 +25,9 @@ type attemptState struct {
 	Attempt int    `json:"attempt"`
 	Deltas  int    `json:"deltas"`
 	Partial string `json:"partial,omitempty"`
+	// Live is the call's journal window (events.Journal): watchers read it, and the next attempt
+	// goes on from it. Details from before it have none.
+	Live *contract.LiveEvents `json:"live,omitempty"`
 }
 
 // CallModel streams one model reply, publishing deltas as they arrive. On failure it classifies the
@@ -30,15 +35,47 @@ type attemptState struct {
 // does the retrying) or a non-retryable one carrying a contract.Failure.
 func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (contract.ModelResponse, error) {
 	attempt := req.PriorAttempts + int(activity.GetInfo(ctx).Attempt)
-	defer a.endLive(ctx, req.Sinks)
-
 	var prev attemptState
-	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &prev) == nil && prev.Deltas > 0 {
+	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &prev)
+	}
+	j := events.NewJournal(prev.Live)
+	ctx, live := a.beginLive(ctx, req.Watched, j, func() any { return attemptState{Attempt: attempt, Live: j.Live()} })
+	defer live.end(ctx)
+	resp, err := a.callModel(ctx, req, attempt, prev)
+	if err != nil {
+		return resp, a.withLive(ctx, err)
+	}
+	resp.Live = j.Live()
+	return resp, nil
+}
+
+// withLive hands a failed call's live events on: a retried attempt's go into a last heartbeat,
+// which the next attempt goes on from; a surfaced or cancelled call's ride in its failure.
+func (a *Activities) withLive(ctx context.Context, err error) error {
+	l := liveOf(ctx)
+	var app *temporal.ApplicationError
+	var ce *temporal.CanceledError
+	var f contract.Failure
+	switch {
+	case errors.As(err, &app) && app.NonRetryable() && app.Details(&f) == nil:
+		return temporal.NewApplicationErrorWithOptions(f.Reason, contract.ModelErrorType,
+			temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{f, contract.LiveDetails{Live: l.j.Live()}}})
+	case errors.As(err, &ce) && ce.HasDetails() && ce.Details(&f) == nil:
+		return temporal.NewCanceledError(f, contract.LiveDetails{Live: l.j.Live()})
+	default:
+		l.flush(ctx)
+		return err
+	}
+}
+
+func (a *Activities) callModel(ctx context.Context, req contract.ModelRequest, attempt int, prev attemptState) (contract.ModelResponse, error) {
+	if prev.Deltas > 0 {
 		// An earlier attempt died with its worker after showing output. A gateway failure in that
 		// position is surfaced (the emitted rule), but a worker crash is Keel's own fault and the
 		// session must go on: the reply streams again, and the user is told so first, so the
 		// repeated text is never shown silently.
-		a.Events.Publish(ctx, req.Sinks, contract.Event{
+		publish(ctx, contract.Event{
 			Event: contract.EventNotice, WorkflowID: req.SessionID, Turn: req.Turn, Attempt: attempt,
 			Text: restartNotice(prev.Deltas),
 		})
@@ -68,9 +105,9 @@ func (a *Activities) CallModel(ctx context.Context, req contract.ModelRequest) (
 		return contract.ModelResponse{}, surfaced(contract.Failure{Class: contract.ClassEndpoint, Reason: err.Error(), Attempts: attempt})
 	}
 	if req.Status != nil {
-		a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventStatus, WorkflowID: req.SessionID, Turn: req.Turn, Status: req.Status})
+		publish(ctx, contract.Event{Event: contract.EventStatus, WorkflowID: req.SessionID, Turn: req.Turn, Status: req.Status})
 	}
-	a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventModelCall, WorkflowID: req.SessionID, Turn: req.Turn, Attempt: attempt})
+	publish(ctx, contract.Event{Event: contract.EventModelCall, WorkflowID: req.SessionID, Turn: req.Turn, Attempt: attempt})
 	resp, i, err := a.callChain(ctx, chain, modelCall{req: req, attempt: attempt, shown: true, send: gateway.Request{
 		Model: req.Model, Messages: msgs, Tools: req.Tools, Strict: req.Strict, CacheKey: req.SessionID,
 	}})
@@ -102,7 +139,7 @@ const ScriptedLabel = "scripted fake, as "
 
 // modelCall is one model call as callChain runs it on every route it tries.
 type modelCall struct {
-	// req is the request failures are reported against: its session, turn, sinks and retry.
+	// req is the request failures are reported against: its session, turn and retry.
 	req     contract.ModelRequest
 	attempt int
 	// send is what each route is sent, with the route's own model when it names one.
@@ -118,7 +155,7 @@ type modelCall struct {
 func (a *Activities) callChain(ctx context.Context, chain *gateway.Chain, c modelCall) (gateway.Response, int, error) {
 	i := chain.Start()
 	for {
-		stream := &streamState{attempt: c.attempt}
+		stream := &streamState{attempt: c.attempt, live: liveOf(ctx)}
 		resp, err := a.stream(ctx, c, chain.Route(i), stream)
 		if err == nil {
 			chain.Succeeded(i)
@@ -142,6 +179,9 @@ func (a *Activities) stream(ctx context.Context, c modelCall, route gateway.Rout
 	if route.Model != "" {
 		send.Model = route.Model
 	}
+	if stream.live != nil && c.shown {
+		stream.live.setBeat(stream.details)
+	}
 	stop := a.keepBeating(ctx, stream.details)
 	defer stop()
 	return route.Provider.Stream(ctx, send, func(text string) {
@@ -154,7 +194,7 @@ func (a *Activities) stream(ctx context.Context, c modelCall, route gateway.Rout
 			// was shown. Later details ride on the liveness heartbeats (keepBeating).
 			activity.RecordHeartbeat(ctx, stream.details())
 		}
-		a.Events.Publish(ctx, c.req.Sinks, contract.Event{Event: contract.EventDelta, WorkflowID: c.req.SessionID, Turn: c.req.Turn, Text: text, Seq: n})
+		publish(ctx, contract.Event{Event: contract.EventDelta, WorkflowID: c.req.SessionID, Turn: c.req.Turn, Text: text, Seq: n})
 	})
 }
 
@@ -172,7 +212,7 @@ func (a *Activities) fallBack(ctx context.Context, req contract.ModelRequest, ch
 	from, to := chain.Route(i).Label(req.Model), chain.Route(i+1).Label(req.Model)
 	record.ModelAttempt(activity.GetMetricsHandler(ctx), d.Class, record.AttemptFallback)
 	activity.GetLogger(ctx).Warn("model route down, falling back", "from", from, "to", to, "class", d.Class, "reason", d.Message)
-	a.Events.Publish(ctx, req.Sinks, contract.Event{
+	publish(ctx, contract.Event{
 		Event: contract.EventNotice, WorkflowID: req.SessionID, Turn: req.Turn, Attempt: stream.attempt, Class: d.Class,
 		Text: fmt.Sprintf("%s is down (%s); this call goes to %s", from, d.Message, to),
 	})
@@ -214,7 +254,7 @@ func (a *Activities) modelError(ctx context.Context, req contract.ModelRequest, 
 		record.ModelRetry(mh, d.Class, wait)
 		line := fmt.Sprintf("%s; waiting %s before attempt %d", d.Message, textfmt.Duration(wait), attempt+1)
 		activity.GetLogger(ctx).Info("model call will be retried", "class", d.Class, "wait", wait, "attempt", attempt)
-		a.Events.Publish(ctx, req.Sinks, contract.Event{
+		publish(ctx, contract.Event{
 			Event: contract.EventRetry, WorkflowID: req.SessionID, Turn: req.Turn, Text: line,
 			Attempt: attempt + 1, Class: d.Class, WaitMS: wait.Milliseconds(),
 		})
@@ -261,6 +301,9 @@ func surfaced(f contract.Failure) error {
 
 // streamState counts what one attempt has shown the user.
 type streamState struct {
+	// live is the call's liveCall, whose journal window the details carry; nil for a call whose
+	// text is not shown (a compaction's).
+	live    *liveCall
 	mu      sync.Mutex
 	attempt int
 	deltas  int
@@ -289,5 +332,9 @@ func (s *streamState) details() any {
 	if len(p) > maxPartialInDetails {
 		p = p[len(p)-maxPartialInDetails:]
 	}
-	return attemptState{Attempt: s.attempt, Deltas: n, Partial: p}
+	st := attemptState{Attempt: s.attempt, Deltas: n, Partial: p}
+	if s.live != nil {
+		st.Live = s.live.j.Live()
+	}
+	return st
 }

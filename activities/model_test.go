@@ -11,7 +11,6 @@ import (
 	"github.com/keelrun/keel/activities"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
-	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/gateway"
 	"github.com/keelrun/keel/internal/store"
 )
@@ -40,8 +39,8 @@ func TestCallModelFallsBack(t *testing.T) {
 	}
 	primary := provider("gpt-primary")
 	chain := gateway.NewChain(0, gateway.Route{Provider: primary}, gateway.Route{Provider: provider(fakegw.FallbackModel), Model: fakegw.FallbackModel})
-	with := &activities.Activities{Store: st, Events: events.NewPublisher(), Models: &activities.Models{Chain: chain}}
-	without := &activities.Activities{Models: activities.Solo(primary), Store: st, Events: events.NewPublisher()}
+	with := &activities.Activities{Store: st, Models: &activities.Models{Chain: chain}}
+	without := &activities.Activities{Models: activities.Solo(primary), Store: st}
 
 	task := []contract.Message{{Role: contract.RoleUser, Content: fakegw.WithMode("fix the failing test", fakegw.ModePrimaryDown)}}
 	cases := []struct {

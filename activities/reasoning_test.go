@@ -9,7 +9,6 @@ import (
 	"github.com/keelrun/keel/activities"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
-	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/gateway"
 	"github.com/keelrun/keel/internal/store"
 )
@@ -32,7 +31,7 @@ func TestCallModelKeepsReasoningInTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts := &activities.Activities{Models: activities.Solo(p), Store: st, Events: events.NewPublisher()}
+	acts := &activities.Activities{Models: activities.Solo(p), Store: st}
 	call := func(req contract.ModelRequest) contract.ModelResponse {
 		t.Helper()
 		var suite testsuite.WorkflowTestSuite

@@ -15,7 +15,6 @@ import (
 	"github.com/keelrun/keel/activities"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/gitserver"
-	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tools/snapshot"
 	"github.com/keelrun/keel/internal/workspace"
@@ -58,7 +57,7 @@ func TestRecordedWorkspaceFollowsTheSession(t *testing.T) {
 
 	run := func(h host, session string, source contract.Source, turn int, call contract.ToolCall) contract.ToolResult {
 		t.Helper()
-		acts := &activities.Activities{Events: events.NewPublisher(), Workspaces: h.m, Snapshots: h.snaps, Store: st}
+		acts := &activities.Activities{Workspaces: h.m, Snapshots: h.snaps, Store: st}
 		var suite testsuite.WorkflowTestSuite
 		env := suite.NewTestActivityEnvironment()
 		env.RegisterActivityWithOptions(acts.RunTool, activity.RegisterOptions{Name: contract.RunToolActivity})
@@ -166,7 +165,8 @@ func TestRecordedWorkspaceFollowsTheSession(t *testing.T) {
 	if err != nil || !strings.Contains(rec.Missing, "workspaces.record_mb") || rec.Manifest != nil {
 		t.Fatalf("the record over the limit: %+v, %v", rec, err)
 	}
-	if res := run(newHost(t, st, 10), "big", source, 2, read("b2", "big.txt")); res != activities.WorkspaceUnrestorable {
+	res = run(newHost(t, st, 10), "big", source, 2, read("b2", "big.txt"))
+	if res.Live = nil; res != activities.WorkspaceUnrestorable {
 		t.Fatalf("a restore of a workspace over the limit: %+v", res)
 	}
 }

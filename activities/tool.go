@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/metrics/record"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tools"
@@ -24,7 +25,15 @@ import (
 // effects gets a claim before a tool that may change something starts and the outcome before the
 // activity reports, so a turn that never hears back can still tell what happened.
 func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (res contract.ToolResult, err error) {
-	defer a.endLive(ctx, req.Sinks)
+	j := events.NewJournal(nil)
+	ctx, live := a.beginLive(ctx, req.Watched, j, func() any { return toolBeat{CallID: req.Call.ID, Live: j.Live()} })
+	defer live.end(ctx)
+	defer func() {
+		// Set last, so the result event is in it.
+		if err == nil {
+			res.Live = j.Live()
+		}
+	}()
 	req, refused, ok, ws := a.withWorkspace(ctx, req)
 	if !ok {
 		return refused, nil
@@ -32,15 +41,13 @@ func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (res
 	if ws.note != "" {
 		defer func() { res.Content = ws.note + res.Content }()
 	}
-	a.Events.Publish(ctx, req.Sinks, contract.Event{
+	publish(ctx, contract.Event{
 		Event: contract.EventToolCall, WorkflowID: req.SessionID, Turn: req.Turn,
-		Tool: req.Call.Name, CallID: req.Call.ID, Arguments: req.Call.Arguments,
+		Tool: req.Call.Name, CallID: req.Call.ID, Arguments: req.Call.Arguments, Before: writesOver(req),
 	})
-	// A watcher that keeps up sees the call before it starts; one that does not is not waited for.
-	a.Events.Flush(ctx, req.Sinks)
 	key := ledgerKey(ctx, req.SessionID, req.Turn, req.Call.ID)
 	if a.claim(ctx, key, req) {
-		stop := a.keepBeating(ctx, func() any { return req.Call.ID })
+		stop := a.keepBeating(ctx, live.details)
 		live, stopLive := a.liveOutput(ctx, req)
 		snap := a.snapshots(ctx, req, ws.rec)
 		res, err = a.tools().Run(withLiveOutput(ctx, live), req)
@@ -63,13 +70,14 @@ func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (res
 		a.settle(ctx, key, req, res, false)
 		record.ToolCall(activity.GetMetricsHandler(ctx), req.Call.Name, record.ToolCancelled)
 		activity.GetLogger(ctx).Info("tool call cancelled", "tool", req.Call.Name)
-		return res, temporal.NewCanceledError("the tool call was cancelled")
+		// What the call showed rides in the cancellation, for watchers.
+		return res, temporal.NewCanceledError(contract.LiveDetails{Live: j.Live()})
 	}
 	// Recorded as shown before it is posted: a worker that dies in between leaves the stream one
 	// result short, never two results for one call.
 	record.ToolCall(activity.GetMetricsHandler(ctx), req.Call.Name, outcome)
 	if a.settle(ctx, key, req, res, true) {
-		a.Events.Publish(ctx, req.Sinks, contract.Event{
+		publish(ctx, contract.Event{
 			Event: contract.EventToolResult, WorkflowID: req.SessionID, Turn: req.Turn,
 			Tool: req.Call.Name, CallID: req.Call.ID, Text: res.Content, IsError: res.IsError,
 		})
@@ -163,11 +171,11 @@ func (a *Activities) snapshots(ctx context.Context, req contract.ToolRequest, re
 			// A size limit: the operator's log says which, and so does the user's terminal,
 			// since a later fork of this turn will lack files.
 			activity.GetLogger(ctx).Warn("the work directory's snapshot for fork --turn reached a size limit", "turn", req.Turn, "error", err)
-			a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventNotice, WorkflowID: req.SessionID, Turn: req.Turn,
+			publish(ctx, contract.Event{Event: contract.EventNotice, WorkflowID: req.SessionID, Turn: req.Turn,
 				Text: limit.Error() + map[bool]string{false: "; a fork of this turn will not have them", true: "; a fork of this turn is refused"}[limit.Whole]})
 		case errors.As(err, &recLimit):
 			activity.GetLogger(ctx).Warn("the session's workspace is over the record limit", "turn", req.Turn, "error", err)
-			a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventNotice, WorkflowID: req.SessionID, Turn: req.Turn, Text: recLimit.Error()})
+			publish(ctx, contract.Event{Event: contract.EventNotice, WorkflowID: req.SessionID, Turn: req.Turn, Text: recLimit.Error()})
 		case errors.Is(err, store.ErrFenced):
 			activity.GetLogger(ctx).Warn("refused to record the session's workspace: a later call of the session holds it, so this worker's copy is stale and was dropped",
 				"turn", req.Turn, "call", req.Call.ID, "error", err)

@@ -17,7 +17,6 @@ import (
 	"github.com/keelrun/keel/activities"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
-	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/gateway"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tools/toolspec"
@@ -56,7 +55,7 @@ func TestCallModelSendsTheTurnsToolText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts := &activities.Activities{Models: activities.Solo(p), Store: st, Events: events.NewPublisher()}
+	acts := &activities.Activities{Models: activities.Solo(p), Store: st}
 
 	releasedDigest := toolspec.Digest(toolspec.Builtin())
 	changed := toolspec.Builtin()

@@ -6,28 +6,43 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/keelrun/keel/activities"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
-	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/gateway"
 	"github.com/keelrun/keel/internal/jsondur"
 	"github.com/keelrun/keel/internal/store"
 )
 
-// modelRig is CallModel's world: the fake gateway over HTTP, a file store, a live-event sink,
-// and a backoff whose random half is fixed at 0.5, so waits are exact.
+// modelRig is CallModel's world: the fake gateway over HTTP, a file store, and a backoff whose
+// random half is fixed at 0.5, so waits are exact. live holds the live events of the last call,
+// by position, from its heartbeats, its result and its failure: what a watcher reads.
 type modelRig struct {
 	gw   *fakegw.Server
 	acts *activities.Activities
-	sink *events.Sink
+	mu   sync.Mutex
+	live map[int]contract.Event
+}
+
+// take keeps the events of l.
+func (r *modelRig) take(l *contract.LiveEvents) {
+	if l == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, e := range l.Events {
+		r.live[l.From+i] = e
+	}
 }
 
 func newModelRig(t *testing.T) *modelRig {
@@ -45,15 +60,10 @@ func newModelRig(t *testing.T) *modelRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink, err := events.Listen("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sink.Close() })
 	models := activities.Solo(p)
 	models.Rand = func() float64 { return 0.5 }
-	acts := &activities.Activities{Models: models, Store: st, Events: events.NewPublisher()}
-	return &modelRig{gw: gw, acts: acts, sink: sink}
+	acts := &activities.Activities{Models: models, Store: st}
+	return &modelRig{gw: gw, acts: acts}
 }
 
 // call runs CallModel once in a test activity environment; heartbeat, when set, is what the
@@ -66,32 +76,48 @@ func (r *modelRig) call(t *testing.T, req contract.ModelRequest, heartbeat any) 
 	if heartbeat != nil {
 		env.SetHeartbeatDetails(heartbeat)
 	}
-	req.Sinks = []string{r.sink.URL()}
+	r.live = map[int]contract.Event{}
+	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
+		var d contract.LiveDetails
+		if details.Get(&d) == nil {
+			r.take(d.Live)
+		}
+	})
 	req.Retry = contract.RetryConfig{Base: jsondur.Duration(400 * time.Millisecond), Cap: jsondur.Duration(8 * time.Second)}
 	val, err := env.ExecuteActivity(contract.CallModelActivity, req)
 	var resp contract.ModelResponse
 	if err == nil {
 		err = val.Get(&resp)
+		r.take(resp.Live)
+	}
+	var app *temporal.ApplicationError
+	var f contract.Failure
+	var live contract.LiveDetails
+	if errors.As(err, &app) && app.Details(&f, &live) == nil {
+		r.take(live.Live)
 	}
 	return resp, err
 }
 
-// until collects the sink's events until one satisfies done, or fails after 10 seconds.
+// until is the last call's live events in order, up to the first that satisfies done; the
+// positions must have no hole.
 func (r *modelRig) until(t *testing.T, done func(contract.Event) bool) []contract.Event {
 	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var got []contract.Event
-	deadline := time.After(10 * time.Second)
-	for {
-		select {
-		case e := <-r.sink.Events():
-			got = append(got, e)
-			if done(e) {
-				return got
-			}
-		case <-deadline:
-			t.Fatalf("the awaited event never came; got %+v", got)
+	for i := range len(r.live) {
+		e, ok := r.live[i]
+		if !ok {
+			t.Fatalf("no live event at position %d of %d", i, len(r.live))
+		}
+		got = append(got, e)
+		if done(e) {
+			return got
 		}
 	}
+	t.Fatalf("the awaited event never came; got %+v", got)
+	return nil
 }
 
 func task(mode, name string) []contract.Message {
@@ -236,7 +262,7 @@ func TestRunToolOutcomes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			acts := &activities.Activities{Events: events.NewPublisher(), Tools: c.tools}
+			acts := &activities.Activities{Tools: c.tools}
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestActivityEnvironment()
 			env.RegisterActivityWithOptions(acts.RunTool, activity.RegisterOptions{Name: contract.RunToolActivity})

@@ -58,7 +58,7 @@ func (a *Activities) withWorkspace(ctx context.Context, req contract.ToolRequest
 	var restore *workspace.RestoreError
 	if errors.As(err, &restore) {
 		log.Error("the session's recorded workspace could not be restored", "turn", restore.Turn, "error", err)
-		a.Events.Publish(ctx, req.Sinks, contract.Event{Event: contract.EventNotice, WorkflowID: req.SessionID, Turn: req.Turn,
+		publish(ctx, contract.Event{Event: contract.EventNotice, WorkflowID: req.SessionID, Turn: req.Turn,
 			Text: "the session's workspace could not be restored on this worker: " + textfmt.Harmless(err.Error())})
 		return req, WorkspaceUnrestorable, false, run
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/keelrun/keel/activities"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/gitserver"
-	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/workspace"
 )
 
@@ -36,7 +35,7 @@ func TestRunToolInASourceWorkspace(t *testing.T) {
 
 	run := func(m *workspace.Manager, turn int, call contract.ToolCall, session ...string) contract.ToolResult {
 		t.Helper()
-		acts := &activities.Activities{Events: events.NewPublisher(), Workspaces: m}
+		acts := &activities.Activities{Workspaces: m}
 		var suite testsuite.WorkflowTestSuite
 		env := suite.NewTestActivityEnvironment()
 		env.RegisterActivityWithOptions(acts.RunTool, activity.RegisterOptions{Name: contract.RunToolActivity})

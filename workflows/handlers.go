@@ -58,7 +58,10 @@ func (s *session) listenSignals(ctx workflow.Context) {
 		Description: `Answer the pending escalation without a reply (the answer_escalation update says whether it was accepted). Input {"escalation_id":"...","action":"retry|edit|abort","text":"..."}`,
 	})
 	sinkCh := workflow.GetSignalChannelWithOptions(ctx, contract.SignalAttachSink, workflow.SignalChannelOptions{
-		Description: `Send the session's live events (deltas, tool calls) to another terminal too. Input {"url":"http://..."}`,
+		Description: `Taken and ignored: what starters sent before the watch signal. Input {"url":"http://..."}`,
+	})
+	watchCh := workflow.GetSignalChannelWithOptions(ctx, contract.SignalWatch, workflow.SignalChannelOptions{
+		Description: `Take, renew (every half lease) or give back (lease 0) a watcher's lease on the live events: while one runs, running model calls and tools put their recent events in their heartbeats. Input {"watcher":"...","lease":"10m"}`,
 	})
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
@@ -88,6 +91,11 @@ func (s *session) listenSignals(ctx workflow.Context) {
 				if a.URL != "" && !slices.Contains(s.sinks, a.URL) {
 					s.sinks = append(s.sinks, a.URL)
 				}
+			})
+			sel.AddReceive(watchCh, func(c workflow.ReceiveChannel, _ bool) {
+				var w contract.Watch
+				c.Receive(ctx, &w)
+				s.takeWatch(ctx, w)
 			})
 			sel.Select(ctx)
 			if ctx.Err() != nil {
@@ -123,7 +131,7 @@ func (s *session) queryStatus() (contract.SessionStatus, error) {
 	}, nil
 }
 
-// statusNote is the status a turn's model call posts to the sinks as it starts: the turn in flight,
+// statusNote is the status a turn's model call publishes as it starts: the turn in flight,
 // tokens, counters and the session-level events no earlier note carried, so an attached terminal
 // learns of them without a query (each query is a billed action). Only payload changes: no command.
 func (s *session) statusNote() *contract.SessionStatus {

@@ -154,7 +154,7 @@ func (s *session) checkGoal(ctx workflow.Context, turn int, deadline workflow.Fu
 	cctx, cancel := workflow.WithCancel(ctx)
 	s.cancelTurn = cancel
 	actx := workflow.WithActivityOptions(cctx, toolOptions(call, s.in.Policy, s.in.HeartbeatTimeout.Std()))
-	req := contract.ToolRequest{SessionID: workflow.GetInfo(ctx).WorkflowExecution.ID, Turn: turn, Call: call, ToolSettings: s.in.ToolSettings, Sinks: s.sinks}
+	req := contract.ToolRequest{SessionID: workflow.GetInfo(ctx).WorkflowExecution.ID, Turn: turn, Call: call, ToolSettings: s.in.ToolSettings, Sinks: s.sinks, Watched: s.watched(ctx)}
 	req.Policy = s.in.Policy.ForTools()
 	fut := workflow.ExecuteActivity(actx, contract.RunToolActivity, req)
 	timedOut := false

@@ -35,6 +35,8 @@ type session struct {
 	state  contract.SessionState
 	status string
 	sinks  []string
+	// watch holds the watchers' leases (watch.go).
+	watch watchState
 
 	// turnsThisRun counts the turns of this run, for TurnsPerRun.
 	turnsThisRun int
@@ -49,7 +51,7 @@ type session struct {
 	decision   *contract.ApprovalDecision
 
 	// running is the turn in flight (0 between turns); noted is the last event number a turn's
-	// status note carried to the sinks (statusNote).
+	// status note carried to the watchers (statusNote).
 	running int
 	noted   int
 
@@ -88,6 +90,9 @@ func newSession(ctx workflow.Context, in contract.SessionInput) *session {
 	}
 	s.initSearchKey(ctx)
 	s.usageWaits = workflow.GetVersion(ctx, versionUsageWait, workflow.DefaultVersion, 1) == 1
+	for _, w := range in.Watchers {
+		s.takeWatch(ctx, w)
+	}
 	return s
 }
 
@@ -317,6 +322,7 @@ func (s *session) turnInput(ctx workflow.Context, turn int) contract.TurnInput {
 		Compaction:    s.state.Compaction,
 	}
 	in.Sinks = s.sinks
+	in.Watched = s.watched(ctx)
 	in.WaitLimits = s.usageWaits
 	in.Delegate = s.delegateContext(ctx)
 	return in
@@ -346,6 +352,7 @@ func (s *session) continueAsNew(ctx workflow.Context) error {
 	st := s.state
 	next.Carry = &st
 	next.Sinks = s.sinks
+	next.Watchers = s.runningLeases(ctx)
 	return workflow.NewContinueAsNewError(ctx, contract.SessionWorkflow, next)
 }
 

@@ -167,7 +167,7 @@ func (t *turn) callModel(ctx workflow.Context) (contract.ModelResponse, error) {
 	req := contract.ModelRequest{
 		SessionID: t.in.SessionID, Turn: t.in.Turn, Head: t.in.Head, Append: t.in.Pending,
 		BuiltinTools: t.in.BuiltinTools, Tools: t.in.Tools, ModelSettings: t.in.ModelSettings, Sinks: t.in.Sinks,
-		Compaction: t.in.Compaction, Status: t.in.Status,
+		Compaction: t.in.Compaction, Status: t.in.Status, Watched: t.in.Watched,
 	}
 	t.res.Counters.GatewayCalls = 1
 	t.stepTo(ctx, nil)

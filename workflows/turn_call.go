@@ -132,7 +132,7 @@ func (t *turn) refuseOpen(call contract.ToolCall, key string) {
 func (t *turn) runTool(ctx workflow.Context, call contract.ToolCall, server, key string) error {
 	actx := workflow.WithActivityOptions(ctx, toolOptions(call, t.in.Policy, t.in.HeartbeatTimeout.Std()))
 	req := contract.ToolRequest{
-		SessionID: t.in.SessionID, Turn: t.in.Turn, Call: call, ToolSettings: t.in.ToolSettings, Sinks: t.in.Sinks, Server: server,
+		SessionID: t.in.SessionID, Turn: t.in.Turn, Call: call, ToolSettings: t.in.ToolSettings, Sinks: t.in.Sinks, Watched: t.in.Watched, Server: server,
 	}
 	req.Policy = t.in.Policy.ForTools()
 	var res contract.ToolResult

@@ -56,4 +56,9 @@ const (
 	// changes as the branch keel/<session> (the PushBranch activity). Asked once, when such a
 	// session ends; sessions on a directory of their own and sub-agents never ask.
 	versionPushBranch = "push-branch"
+	// versionLiveWatch: a session keeps the leases watchers take with the watch signal (or its
+	// starter in its input) and tells each turn whether it is watched, so the turn's activities
+	// heartbeat their live events. Asked at a session's first lease; unwatched sessions never
+	// ask, and a session from before it ignores the signal.
+	versionLiveWatch = "live-watch"
 )

@@ -42,6 +42,8 @@ func TestEveryMarkerHasItsFixtures(t *testing.T) {
 		{versionAllowSession, "approval-session", ""},
 		// Asked when a session on a workspace made from git ends; none is recorded.
 		{versionPushBranch, "plain-session", ""},
+		// Asked at a session's first watcher's lease; no watched session is recorded.
+		{versionLiveWatch, "plain-session", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.marker, func(t *testing.T) {

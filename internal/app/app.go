@@ -20,7 +20,6 @@ import (
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/connect"
 	"github.com/keelrun/keel/internal/contract"
-	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/gateway"
 	"github.com/keelrun/keel/internal/logs"
 	"github.com/keelrun/keel/internal/metrics"
@@ -100,18 +99,13 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 	if err != nil {
 		return nil, nil, err
 	}
-	// With codec.keys, live events leave the worker encrypted like the history.
-	keys, err := connect.Keys(cfg, connect.OSEnv)
-	if err != nil {
-		return nil, nil, err
-	}
 	acts := &activities.Activities{
 		Models: &activities.Models{
 			Chain:     models,
 			Endpoints: endpoints(cfg, gcfg, cfg.Gateway.Fake && gatewayURL != ""),
 		},
 		Store:     store.WithCache(st, transcriptCache),
-		Events:    events.NewPublisherWith(events.Options{Keys: keys}),
+		LiveEvery: cfg.Events.Interval,
 		Notifiers: Notifiers(cfg),
 	}
 	if cfg.Dev.StateDir != "" {
@@ -282,6 +276,10 @@ func NewWorkerWith(c client.Client, queue string, opts worker.Options, hb Heartb
 func newWorker(c client.Client, queue string, opts worker.Options, hb Heartbeats, acts *activities.Activities, session SessionWorkflow) worker.Worker {
 	acts.HeartbeatEvery = hb.Every
 	opts.MaxHeartbeatThrottleInterval = hb.Throttle()
+	if acts.LiveEvery > 0 {
+		// A watched call's heartbeats go out at events.interval, not held longer by the SDK.
+		opts.MaxHeartbeatThrottleInterval = min(opts.MaxHeartbeatThrottleInterval, acts.LiveEvery)
+	}
 	w := worker.New(c, queue, opts)
 	registerWorkflows(w, session)
 	acts.Register(w)

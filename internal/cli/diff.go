@@ -3,11 +3,9 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"strings"
-	"syscall"
 
+	"github.com/keelrun/keel/internal/tools"
 	"github.com/keelrun/keel/internal/tools/toolspec"
 )
 
@@ -27,7 +25,11 @@ const (
 // only when the work directory is on this machine and only through an os.Root, so a path the model
 // chose cannot read outside it; an edit is its old text against its new. The lines are the model's
 // text: the caller sanitizes them.
-func callDiff(workdir, tool, args string) string {
+func callDiff(workdir, tool, args string) string { return callDiffFrom(workdir, tool, args, nil) }
+
+// callDiffFrom is callDiff with the written file's content before the call when the worker read
+// it (contract.Event.Before), so a call shown after it ran still shows what it changed.
+func callDiffFrom(workdir, tool, args string, was *string) string {
 	var before, after string
 	switch tool {
 	case "edit_file":
@@ -42,6 +44,9 @@ func callDiff(workdir, tool, args string) string {
 			return ""
 		}
 		before, after = readInWorkdir(workdir, a.Path), a.Content
+		if was != nil {
+			before = *was
+		}
 	default:
 		return ""
 	}
@@ -49,31 +54,10 @@ func callDiff(workdir, tool, args string) string {
 }
 
 // readInWorkdir is the file at path inside workdir, or "" when it is absent, unreadable, outside
-// it, not a regular file or too big to compare. The model chose the path and the file: it is
-// opened without blocking (a named pipe would otherwise hold the starter forever), checked on the
-// descriptor it was opened as, and read from that descriptor only, at most diffMaxBytes.
+// it, not a regular file or too big to compare (tools.ReadForDiff).
 func readInWorkdir(workdir, path string) string {
-	if workdir == "" {
-		return ""
-	}
-	root, err := os.OpenRoot(workdir)
-	if err != nil {
-		return ""
-	}
-	defer func() { _ = root.Close() }()
-	f, err := root.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() > diffMaxBytes {
-		return ""
-	}
-	b, err := io.ReadAll(io.LimitReader(f, diffMaxBytes+1))
-	if err != nil || len(b) > diffMaxBytes {
-		return ""
-	}
-	return string(b)
+	b, _ := tools.ReadForDiff(workdir, path, diffMaxBytes)
+	return b
 }
 
 func splitLines(s string) []string {

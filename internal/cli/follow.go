@@ -18,11 +18,11 @@ import (
 )
 
 // Each status query is a billed Temporal action, so a follower learns of session-level events
-// (blocked calls, limits, escalations, approvals) from the sink: every turn's model call posts the
-// session's status first (contract.EventStatus). It queries only when the sink falls quiet outside
-// a running model call or tool (the session may wait for a person, or be between turns), after
-// quietPoll, then backing off to backstopPoll while nothing is heard; while a model call or tool
-// runs, backstopPoll after the last event it posted.
+// (blocked calls, limits, escalations, approvals) from the live events: every turn's model call
+// publishes the session's status first (contract.EventStatus). It queries only when the events
+// fall quiet outside a running model call or tool (the session may wait for a person, or be
+// between turns), after quietPoll, then backing off to backstopPoll while nothing is heard; while
+// a model call or tool runs, backstopPoll after the last event it published.
 const (
 	quietPoll    = time.Second
 	backstopPoll = 20 * time.Second
@@ -47,7 +47,7 @@ type follower struct {
 	c           session.Client
 	workflowID  string
 	p           printer
-	sink        *events.Sink
+	source      *events.Source
 	interactive bool
 
 	seen int
@@ -87,9 +87,31 @@ type follower struct {
 	started time.Time
 	// running is the turn in flight, as the last status said.
 	running int
-	// inFlight is the call showStep showed, until its result is printed.
+	// inFlight is the call showStep showed, until its result is printed: the live events bring
+	// the call again, which is not printed twice.
 	inFlight *contract.Event
+	// sourceDone says the live events ended: the session's last run ended and every event of it
+	// was delivered.
+	sourceDone bool
+	// polled is when the status was last asked.
+	polled time.Time
 }
+
+// turnRuns says a turn of the session runs, as the live events' reader knows from the session's
+// history: what it does next arrives as events, and the session waits for no one meanwhile.
+func (f *follower) turnRuns() bool { return f.source != nil && !f.sourceDone && f.source.Busy() }
+
+// liveEvents is the channel of live events, nil once it closed.
+func (f *follower) liveEvents() <-chan contract.Event {
+	if f.sourceDone || f.source == nil {
+		return nil
+	}
+	return f.source.Events()
+}
+
+// drainBound bounds how long a follower waits, after the session's result arrived, for the live
+// events to reach the end of its history (a few long polls).
+const drainBound = 10 * time.Second
 
 // follow prints the session's events until its result arrives. Esc or Ctrl+C at a terminal, or
 // SIGINT/SIGTERM otherwise, cancel the session; the result then says cancelled. After a cancel the
@@ -128,7 +150,6 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 	}
 	finish := func(r result) (contract.Summary, error) {
 		f.drain(ctx)
-		f.settleInFlight(ctx, nil, r.sum.Transcript)
 		f.endEvents(r.sum)
 		f.step(ctx, tui.SessionEnded{})
 		f.swallowSecondKey(keys)
@@ -154,11 +175,21 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 		select {
 		case r := <-done:
 			return finish(r)
-		case e := <-f.sink.Events():
+		case e, ok := <-f.liveEvents():
+			if !ok {
+				f.sourceDone = true
+				continue
+			}
 			f.live(ctx, e)
 		case <-frames.C:
-			if !time.Now().Before(f.nextPoll) {
-				f.pollStatus(ctx)
+			if now := time.Now(); !now.Before(f.nextPoll) {
+				if f.turnRuns() && now.Sub(f.polled) < backstopPoll {
+					// A turn runs: its events say what happens; only the backstop asks (a
+					// sub-agent the turn waits for may be waiting for a person).
+					f.nextPoll = f.polled.Add(backstopPoll)
+				} else {
+					f.pollStatus(ctx)
+				}
 			}
 			f.screen.Draw(f.prog.lines(time.Now()))
 		case <-f.settle:
@@ -307,12 +338,20 @@ func (f *follower) attachScreen() func() {
 	}
 }
 
-// live prints one event from the sink. A turn's status arrives before its model call, so an
-// answer, a blocked call or a limit recorded before that call prints before its text; a session
-// too old to send it is asked instead.
+// live prints one live event. A turn's status arrives before its model call, so an answer, a
+// blocked call or a limit recorded before that call prints before its text; a session too old to
+// send it is asked instead.
 func (f *follower) live(ctx context.Context, e contract.Event) {
 	now := time.Now()
-	f.settleInFlight(ctx, &e, nil)
+	if call := f.inFlight; call != nil && e.CallID == call.CallID {
+		switch e.Event {
+		case contract.EventToolCall:
+			// showStep printed it already.
+			return
+		case contract.EventToolResult:
+			f.inFlight = nil
+		}
+	}
 	if e.Event == contract.EventStatus {
 		if e.Status != nil {
 			f.turn = e.Turn
@@ -358,9 +397,10 @@ func (f *follower) heard(now time.Time, busy bool) {
 	f.nextPoll = now.Add(quietPoll)
 }
 
-// showStep shows what the turn in flight runs, for a follower that attached mid-turn: the sink
-// only posts what starts after it attached, so a long command would otherwise show as "starting"
-// and end in a result with no call above it. One query of the turn, once.
+// showStep shows what the turn in flight runs, for a follower that attached mid-turn: a call that
+// started before the session was watched has its events in its heartbeats only every liveness
+// beat, and in its result, so a long command would otherwise show as "starting" until then. One
+// query of the turn, once.
 func (f *follower) showStep(ctx context.Context) {
 	if f.running == 0 {
 		return
@@ -384,39 +424,6 @@ func (f *follower) showStep(ctx context.Context) {
 	f.inFlight = &e
 }
 
-// settleInFlight prints the result of the call showStep showed, once anything after it arrives:
-// the call's activity was scheduled before this follower attached, so its result event went only
-// to the sinks the session had then. The result is in the session's transcript, asked once (from
-// pending, the messages of the transcript not stored yet, or the summary's when the session ended).
-func (f *follower) settleInFlight(ctx context.Context, e *contract.Event, ended *contract.Transcript) {
-	call := f.inFlight
-	if call == nil || (e != nil && e.CallID == call.CallID && e.Event == contract.EventOutput) {
-		return
-	}
-	f.inFlight = nil
-	if e != nil && e.Event == contract.EventToolResult && e.CallID == call.CallID {
-		return
-	}
-	pending := func() []contract.Message {
-		if ended != nil {
-			return ended.Pending
-		}
-		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		tr, err := f.c.Transcript(qctx, f.workflowID)
-		if err != nil {
-			return nil
-		}
-		return tr.Pending
-	}()
-	for _, m := range pending {
-		if m.Role == contract.RoleTool && m.ToolCallID == call.CallID {
-			f.p.event(contract.Event{Event: contract.EventToolResult, WorkflowID: f.workflowID, Turn: call.Turn, Tool: call.Tool, CallID: call.CallID, Text: m.Content, IsError: m.IsError})
-			return
-		}
-	}
-}
-
 // endEvents prints the session-level events its end carries that no status showed yet.
 func (f *follower) endEvents(sum contract.Summary) {
 	for _, e := range sum.Events {
@@ -430,13 +437,21 @@ func (f *follower) endEvents(sum contract.Summary) {
 	}
 }
 
-// drain prints the live events that arrived before the result.
+// drain prints the live events up to the end of the session's history, which the result can
+// reach before them: the last call's final events are in its result, which the live events read
+// after the session's end was decided. It waits at most drainBound.
 func (f *follower) drain(ctx context.Context) {
-	for {
+	bound := time.NewTimer(drainBound)
+	defer bound.Stop()
+	for ch := f.liveEvents(); ch != nil; {
 		select {
-		case e := <-f.sink.Events():
+		case e, ok := <-ch:
+			if !ok {
+				f.sourceDone = true
+				return
+			}
 			f.live(ctx, e)
-		default:
+		case <-bound.C:
 			return
 		}
 	}
@@ -450,6 +465,7 @@ func (f *follower) pollStatus(ctx context.Context) {
 		f.quiet = backstopPoll
 	}
 	f.nextPoll = time.Now().Add(f.quiet)
+	f.polled = time.Now()
 	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	st, err := f.c.LiveStatus(qctx, f.workflowID)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,34 +115,34 @@ func TestTokensStreamAsAnEstimate(t *testing.T) {
 	}
 }
 
-// TestInFlightCallGetsItsResult: a call shown on attaching is settled by what follows it: its own
-// result needs nothing more; any other event asks the transcript for the result once.
-func TestInFlightCallGetsItsResult(t *testing.T) {
+// TestInFlightCallShownOnce: a call shown on attaching (showStep) is not printed again when the
+// live events bring it; its output and result print, and its result settles it.
+func TestInFlightCallShownOnce(t *testing.T) {
 	call := contract.Event{Event: contract.EventToolCall, Turn: 1, Tool: "run_command", CallID: "c1"}
 	cases := []struct {
 		name    string
 		next    contract.Event
-		queries int
+		printed bool
 		settled bool
 	}{
-		{"its output", contract.Event{Event: contract.EventOutput, CallID: "c1", Text: "x"}, 0, false},
-		{"its result", contract.Event{Event: contract.EventToolResult, CallID: "c1"}, 0, true},
-		{"the next call", contract.Event{Event: contract.EventToolCall, Turn: 1, CallID: "c2"}, 1, true},
-		{"the next turn", contract.Event{Event: contract.EventStatus, Turn: 2, Status: &contract.SessionStatus{Running: 2}}, 1, true},
+		{"the call again", call, false, false},
+		{"its output", contract.Event{Event: contract.EventOutput, Turn: 1, CallID: "c1", Text: "x"}, true, false},
+		{"its result", contract.Event{Event: contract.EventToolResult, Turn: 1, CallID: "c1"}, true, true},
+		{"the next call", contract.Event{Event: contract.EventToolCall, Turn: 1, CallID: "c2"}, true, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cc := &countingClient{}
-			p, err := newPrinter("jsonl", io.Discard)
+			var out strings.Builder
+			p, err := newPrinter("jsonl", &out)
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := &follower{c: session.Client{Temporal: cc}, workflowID: "w", p: p, prog: newProgress(time.Now()), turn: 1}
+			f := &follower{c: session.Client{Temporal: &countingClient{}}, workflowID: "w", p: p, prog: newProgress(time.Now()), turn: 1}
 			in := call
 			f.inFlight = &in
-			f.settleInFlight(context.Background(), &c.next, nil)
-			if cc.queries != c.queries || (f.inFlight == nil) != c.settled {
-				t.Errorf("queries %d, settled %v; want %d, %v", cc.queries, f.inFlight == nil, c.queries, c.settled)
+			f.live(context.Background(), c.next)
+			if printed := out.Len() > 0; printed != c.printed || (f.inFlight == nil) != c.settled {
+				t.Errorf("printed %v, settled %v; want %v, %v", printed, f.inFlight == nil, c.printed, c.settled)
 			}
 		})
 	}

@@ -116,7 +116,7 @@ func (t *textPrinter) event(e contract.Event) {
 		if t.diffed[e.CallID] {
 			break
 		}
-		if d := callDiff(t.workdir, e.Tool, e.Arguments); d != "" {
+		if d := callDiffFrom(t.workdir, e.Tool, e.Arguments, e.Before); d != "" {
 			t.line(sanitize(d))
 		}
 	case contract.EventApproval:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/jsondur"
 	"github.com/keelrun/keel/internal/session"
 	"github.com/keelrun/keel/internal/textfmt"
 )
@@ -42,20 +43,16 @@ type sessionSpec struct {
 // ends and returns its summary with the exit status it maps to.
 func startSession(ctx context.Context, c client.Client, cfg config.Config, spec sessionSpec, p printer) (contract.Summary, error) {
 	nameSession(p, spec.workflowID)
-	sink, err := listenSink(cfg)
-	if err != nil {
-		return contract.Summary{}, err
-	}
-	defer func() { _ = sink.Close() }()
-
+	watcher := session.NewWatcher()
 	in := sessionInput(cfg, spec)
-	in.Sinks = []string{sink.URL()}
+	// The session starts watched: its input holds this starter's lease, renewed while it follows.
+	in.Watchers = []contract.Watch{{Watcher: watcher, Lease: jsondur.Duration(contract.WatchLease)}}
 	showWorkdir(p, in.Workdir)
 	showPrices(p, cfg)
 	sc := session.Client{Temporal: c}
 	run, ran, err := sc.Start(ctx, session.Start{
 		ID: spec.workflowID, TaskQueue: cfg.Temporal.TaskQueue, Task: clip(spec.task, 200), Details: staticDetails(in),
-		Input: in, Job: spec.job, Sink: sink.URL(), Listed: len(cfg.Codec.Keys) == 0,
+		Input: in, Job: spec.job, Watcher: watcher, Listed: len(cfg.Codec.Keys) == 0,
 	})
 	if err != nil {
 		return contract.Summary{}, err
@@ -75,7 +72,15 @@ func startSession(ctx context.Context, c client.Client, cfg config.Config, spec 
 	wctx, stopWarn := context.WithCancel(ctx)
 	defer stopWarn()
 	go warnNoWorker(wctx, c, cfg, p)
-	f := &follower{c: sc, workflowID: run.GetID(), p: p, sink: sink, interactive: interactive(p)}
+	stopWatching := sc.KeepWatching(ctx, run.GetID(), watcher, false)
+	defer stopWatching()
+	// A job that already ran shows its result only; a new session every event from its start.
+	source, closeSource, err := followLive(ctx, c, cfg, run.GetID(), ran)
+	if err != nil {
+		return contract.Summary{}, err
+	}
+	defer closeSource()
+	f := &follower{c: sc, workflowID: run.GetID(), p: p, source: source, interactive: interactive(p)}
 	if spec.ownWorker {
 		f.ownQueue = cfg.Temporal.TaskQueue
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/keelrun/keel/internal/app"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/jsondur"
 	"github.com/keelrun/keel/internal/session"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tools/snapshot"
@@ -40,6 +41,7 @@ func watchCmd(g *globals) *cobra.Command {
 					return err
 				}
 				wid := args[0]
+				watcher := session.NewWatcher()
 				nameSession(p, wid)
 				showPrices(p, cfg)
 				sc := session.Client{Temporal: c}
@@ -71,15 +73,18 @@ func watchCmd(g *globals) *cobra.Command {
 				for _, e := range interleave(tr, evs) {
 					p.event(e)
 				}
-				sink, err := listenSink(cfg)
+				if err := sc.Watch(ctx, wid, contract.Watch{Watcher: watcher, Lease: jsondur.Duration(contract.WatchLease)}); err != nil {
+					p.info("the session is not running; its transcript is above")
+				}
+				defer sc.KeepWatching(ctx, wid, watcher, false)()
+				// What ended before now is in the transcript above; the source goes on from the
+				// turn in flight.
+				source, closeSource, err := followLive(ctx, c, cfg, wid, true)
 				if err != nil {
 					return err
 				}
-				defer func() { _ = sink.Close() }()
-				if err := sc.AttachSink(ctx, wid, sink.URL()); err != nil {
-					p.info("the session is not running; its transcript is above")
-				}
-				f := &follower{c: sc, workflowID: wid, p: p, sink: sink, interactive: interactive(p), attached: true, seen: seen}
+				defer closeSource()
+				f := &follower{c: sc, workflowID: wid, p: p, source: source, interactive: interactive(p), attached: true, seen: seen}
 				if d, err := c.DescribeWorkflow(ctx, wid, ""); err == nil && d.RawResponse.GetWorkflowExecutionInfo().GetStartTime() != nil {
 					f.started = d.RawResponse.GetWorkflowExecutionInfo().GetStartTime().AsTime()
 				}

@@ -278,9 +278,10 @@ type Metrics struct {
 	Address string
 }
 
-// Events configures where live events are received.
+// Events configures live events.
 type Events struct {
-	Host string
+	// Interval is how often a watched session's running activity heartbeats its new events.
+	Interval time.Duration
 }
 
 // Error is a configuration error: the starter prints it as one line and exits 2.
@@ -312,6 +313,11 @@ func LoadFor(prog Program, path string, fs *pflag.FlagSet, overrides map[string]
 	file, err := readFile(v, path)
 	if err != nil {
 		return Config{}, err
+	}
+	for k, msg := range removedKeys {
+		if env := "KEEL_" + strings.ToUpper(strings.ReplaceAll(k, ".", "_")); os.Getenv(env) != "" {
+			return Config{}, &Error{Key: k, Msg: fmt.Sprintf("set by %s: %s", env, msg)}
+		}
 	}
 	applyFlags(v, fs)
 	for k, val := range overrides {
@@ -382,6 +388,9 @@ func readFile(v *viper.Viper, path string) (string, error) {
 		return "", &Error{Key: "file", Msg: fmt.Sprintf("reading %s: %v", path, err)}
 	}
 	for _, k := range v.AllKeys() {
+		if msg := removed(k); msg != "" {
+			return "", &Error{Key: k, Msg: fmt.Sprintf("set in %s: %s", path, msg)}
+		}
 		if !known(k) {
 			return "", &Error{Key: k, Msg: fmt.Sprintf("unknown key in %s%s", path, didYouMean(k))}
 		}

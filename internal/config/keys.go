@@ -249,7 +249,7 @@ const (
 
 	MCPServers     = "mcp.servers"
 	MetricsAddress = "metrics.address"
-	EventsHost     = "events.host"
+	EventsInterval = "events.interval"
 	Log            = "log"
 )
 
@@ -632,9 +632,11 @@ var settings = []Setting{
 	{Name: MetricsAddress, Default: "", ReadBy: Worker,
 		Doc: "serve Prometheus metrics here, e.g. `127.0.0.1:9464`", Hint: "e.g. 127.0.0.1:9464 serves /metrics",
 		into: func(d *draft) any { return &d.Metrics.Address }},
-	{Name: EventsHost, Default: "127.0.0.1", ReadBy: Starter,
-		Doc: "address the starter listens on for live events", Hint: "where the starter listens for live events from workers",
-		into: func(d *draft) any { return &d.Events.Host }},
+	{Name: EventsInterval, Kind: Duration, Default: contract.DefaultEventsInterval.String(), ReadBy: Worker,
+		Doc: "how often a running model call or tool of a watched session heartbeats its new live events, which watchers read " +
+			"through Temporal; unwatched sessions send none ([architecture](architecture.md#how-a-terminal-follows-a-session))",
+		Hint: "how often a watched session's running call heartbeats its new live events",
+		into: func(d *draft) any { return &d.Events.Interval }},
 	{Name: Log, Default: "", ReadBy: Worker | Starter | SlackBot | GitHubBot,
 		DefaultDoc: "empty: the worker and the Slack bot log Keel's lines from `info` and the Temporal SDK's from `warn`; the starter none of the SDK's",
 		Doc: "how much the programs log to standard error: `debug`, `info`, `warn`, `error` or `off` (any other value: `debug`), " +
@@ -685,6 +687,15 @@ func Keys() []string {
 
 // known says whether a key read from the file is in the table: a key itself, or an entry below
 // a map-valued one (tools.fallbacks.NAME, gateway.keys.NAME.env).
+// removedKeys are keys Keel no longer reads, with what to do instead: a file or a KEEL_ variable
+// that still sets one is refused with that message rather than silently ignored.
+var removedKeys = map[string]string{
+	"events.host": "watchers read live events through their Temporal client and nothing listens for them; remove it",
+}
+
+// removed is the message for a key Keel no longer reads, "" for any other.
+func removed(key string) string { return removedKeys[key] }
+
 func known(key string) bool {
 	if _, ok := byName[key]; ok {
 		return true

@@ -27,7 +27,7 @@ const (
 	// limits.context_tokens: Tokens is what the summarising call used, SavedTokens about how many
 	// input tokens every later model call is spared.
 	EventCompaction = "compaction"
-	// EventStatus carries the session's status (Status) to its sinks at the start of a turn's model
+	// EventStatus carries the session's status (Status) to its watchers at the start of a turn's model
 	// call: the session-level events since the last turn, the tokens and the turns so far. Followers
 	// read it instead of querying the session, and never print it (it is not in EventKinds).
 	EventStatus = "status"
@@ -49,8 +49,8 @@ var EventKinds = []string{
 // OutputEventMax bounds the text of one output event.
 const OutputEventMax = 2 << 10
 
-// Event is one thing that happened in a session, for the user's terminal. Activities post live
-// events to the session's sinks; session-level events are also kept in the session's status.
+// Event is one thing that happened in a session, for the user's terminal. Activities publish live
+// events (internal/events); session-level events are also kept in the session's status.
 type Event struct {
 	Event      string `json:"event"`
 	Seq        int    `json:"seq,omitempty"`
@@ -78,6 +78,10 @@ type Event struct {
 	Tokens      int64     `json:"tokens,omitempty"`
 	SavedTokens int64     `json:"saved_tokens,omitempty"`
 	Time        time.Time `json:"time,omitempty"`
+	// Before is, on a write_file call, the file's content before the call as the worker read it
+	// (nil when it was too large to compare), so a watcher that shows the call after it ran still
+	// shows what it changed.
+	Before *string `json:"before,omitempty"`
 	// Status is set on status events ("session": a summary line's "status" is its status word).
 	Status *SessionStatus `json:"session,omitempty"`
 }

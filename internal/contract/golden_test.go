@@ -87,6 +87,9 @@ var (
 
 // goldenPayloads are fully populated values of every payload that reaches a history, named for
 // their golden file under testdata/payloads.
+// goldenLive is an activity's live events as its result carries them.
+var goldenLive = &LiveEvents{From: 3, Events: []Event{{Event: EventDelta, Seq: 4, WorkflowID: "wf-1", Turn: 3, Text: "half", Time: goldenTime}}}
+
 func goldenPayloads() []struct {
 	name string
 	v    any
@@ -102,13 +105,14 @@ func goldenPayloads() []struct {
 			TurnsPerRun: 10, Goal: &Goal{Check: "go test ./...", Repeats: 3}, Carry: &carry,
 			Delegation: &Delegation{Parent: "wf-0", CallID: "call_1", Ancestors: []string{"wf-0"}, Path: []string{"fix the build", "fix the test"},
 				BuiltinTools: "sha256:tools", Tools: []ToolSpec{goldenTool}},
+			Watchers: []Watch{{Watcher: "w1", Lease: jsondur.Duration(10 * time.Minute), Until: goldenTime}},
 		}},
 		{"session_state", goldenState},
 		{"turn_input", TurnInput{
 			SessionID: "wf-1", Turn: 3, TranscriptRef: TranscriptRef{Head: "node-9", Pending: goldenMsgs}, BuiltinTools: "sha256:tools",
 			Tools: []ToolSpec{goldenTool}, Settings: goldenSettings, Guards: goldenGuards,
 			Resume: []ToolCall{goldenCall}, Approved: &ApprovalDecision{CallID: "call_1", Digest: "abc123", Approve: true, By: "ana", Reason: "too broad", AllowFor: AllowCommand},
-			Compaction: goldenCompaction, Status: goldenStatus,
+			Compaction: goldenCompaction, Status: goldenStatus, Watched: true,
 			Delegate: &DelegateContext{SystemPrompt: "be brief", Left: goldenLimits, Escalation: goldenEscPolicy,
 				GitHub: &GitHubContext{Repo: "keelrun/keel", PR: 22, Commit: "ab09ab4"}, Ancestors: []string{"wf-0", "wf-1"}, Path: []string{"fix the build"}},
 		}},
@@ -124,11 +128,11 @@ func goldenPayloads() []struct {
 		{"model_request", ModelRequest{
 			SessionID: "wf-1", Turn: 3, Head: "node-9", Append: goldenMsgs, BuiltinTools: "sha256:tools", Tools: []ToolSpec{goldenTool},
 			ModelSettings: goldenModelSet, Sinks: goldenSinks,
-			Strict: true, PriorAttempts: 2, Compaction: goldenCompaction, Status: goldenStatus,
+			Strict: true, PriorAttempts: 2, Compaction: goldenCompaction, Status: goldenStatus, Watched: true,
 		}},
-		{"model_response", ModelResponse{Head: "node-10", Message: goldenMessage, Usage: goldenUsage, Attempt: 2, Model: "openai/gpt-x", Fallback: true}},
-		{"tool_request", ToolRequest{SessionID: "wf-1", Turn: 3, Call: goldenCall, ToolSettings: goldenToolSet, Sinks: goldenSinks, Server: "fs"}},
-		{"tool_result", ToolResult{Content: "ok", IsError: true, Changed: true, Fatal: true}},
+		{"model_response", ModelResponse{Head: "node-10", Message: goldenMessage, Usage: goldenUsage, Attempt: 2, Model: "openai/gpt-x", Fallback: true, Live: goldenLive}},
+		{"tool_request", ToolRequest{SessionID: "wf-1", Turn: 3, Call: goldenCall, ToolSettings: goldenToolSet, Sinks: goldenSinks, Watched: true, Server: "fs"}},
+		{"tool_result", ToolResult{Content: "ok", IsError: true, Changed: true, Fatal: true, Live: goldenLive}},
 		{"compact_request", CompactRequest{SessionID: "wf-1", Turn: 3, Head: "node-9", Compaction: goldenCompaction, KeepReplies: 2, MinReplies: 3, ModelSettings: goldenModelSet}},
 		{"compact_result", CompactResult{Compaction: goldenCompaction, Replies: 4, Usage: goldenUsage, Attempt: 1, Model: "openai/gpt-x", Fallback: true, SavedTokens: 900}},
 		{"limits", goldenLimits},
@@ -153,7 +157,7 @@ func goldenPayloads() []struct {
 		{"push_request", PushRequest{SessionID: "wf-1", Source: Source{Repo: "acme/app", Commit: "0123456789abcdef0123456789abcdef01234567",
 			Ref: "main", Workspace: "wf-0", From: &WorkspaceAt{Session: "wf-prev", Turn: 1}}, Message: "fix the test", At: goldenTime}},
 		{"notify_request", NotifyRequest{Channel: "slack", Escalation: *goldenEscalation}},
-		{"ledger_answer", LedgerAnswer{Verdict: "done", Result: ToolResult{Content: "ok", IsError: true, Changed: true, Fatal: true}, Shown: true}},
+		{"ledger_answer", LedgerAnswer{Verdict: "done", Result: ToolResult{Content: "ok", IsError: true, Changed: true, Fatal: true, Live: goldenLive}, Shown: true}},
 		{"turn_step", TurnStep{Turn: 3, Tool: "read_file", CallID: "call_1", Arguments: "{}", Since: goldenTime}},
 		// Zero values hold what omitempty and omitzero leave out.
 		{"session_input_zero", SessionInput{}},

@@ -29,6 +29,10 @@ type SessionInput struct {
 	Delegation *Delegation `json:"delegation,omitempty"`
 	// Carry is the state of an earlier run (continue-as-new) or of a forked session.
 	Carry *SessionState `json:"carry,omitempty"`
+	// Watchers are the leases on the session's live events: the starter that starts the session
+	// and follows it asks for one here (Watch.Lease), and a run carries the running ones to the
+	// next (Watch.Until).
+	Watchers []Watch `json:"watchers,omitempty"`
 }
 
 // SessionState is what a session knows between turns. It is small by design: the transcript lives
@@ -212,7 +216,8 @@ type CancelRequest struct {
 	By     string `json:"by,omitempty"`
 }
 
-// AttachSink is the payload of the attach_sink signal: another terminal that wants live events.
+// AttachSink is the payload of the attach_sink signal, which starters sent before the watch
+// signal (SignalWatch); a session takes it and does nothing with it.
 type AttachSink struct {
 	URL string `json:"url"`
 }

@@ -16,7 +16,8 @@ import (
 type Settings struct {
 	ModelSettings
 	ToolSettings
-	// Sinks are URLs that activities post live events to (deltas, tool calls, retries).
+	// Sinks are the URLs starters named for live events before the watch signal; sessions carry
+	// them on and no worker reads them (live events travel through Temporal: SignalWatch).
 	Sinks []string `json:"sinks,omitempty"`
 	// HeartbeatTimeout is how long a running model call or tool may go without a heartbeat before
 	// Temporal declares its worker dead (the outcome-unknown path for a tool, a retry for a model

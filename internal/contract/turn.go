@@ -16,7 +16,7 @@ type TurnInput struct {
 	// Empty means Tools is the whole list.
 	BuiltinTools string     `json:"builtin_tools,omitempty"`
 	Tools        []ToolSpec `json:"tools,omitempty"`
-	// Settings are the session's SessionInput.Settings, with the sinks attached so far.
+	// Settings are the session's SessionInput.Settings.
 	Settings
 	// Guards are the session's, as the last turn left them.
 	Guards
@@ -27,8 +27,11 @@ type TurnInput struct {
 	// Compaction is the session's view of a compacted transcript, passed on to the model call.
 	Compaction *Compaction `json:"compaction,omitempty"`
 	// Status is the session's status as the turn starts, with only the events since the last
-	// turn's; the model call posts it to the sinks, so followers need not query.
+	// turn's; the model call makes it its first live event, so followers need not query.
 	Status *SessionStatus `json:"status,omitempty"`
+	// Watched says a watcher held a lease on the session's live events as the turn started
+	// (SignalWatch): its activities then heartbeat their recent events at events.interval.
+	Watched bool `json:"watched,omitempty"`
 	// Delegate is set while the session may start sub-agents (the delegate tool).
 	Delegate *DelegateContext `json:"delegate,omitempty"`
 }
@@ -112,8 +115,10 @@ type ModelRequest struct {
 	// Compaction, when set, is what the model sees of the transcript instead of all of it: the
 	// messages are stored and the reply appended to the full transcript as always.
 	Compaction *Compaction `json:"compaction,omitempty"`
-	// Status is TurnInput.Status, posted to the sinks before the call starts.
+	// Status is TurnInput.Status, the call's first live event.
 	Status *SessionStatus `json:"status,omitempty"`
+	// Watched is TurnInput.Watched.
+	Watched bool `json:"watched,omitempty"`
 }
 
 // ModelResponse is the output of the CallModel activity. The assistant message is already in the
@@ -129,6 +134,8 @@ type ModelResponse struct {
 	// `starter attempts` show which model served each call.
 	Model    string `json:"model,omitempty"`
 	Fallback bool   `json:"fallback,omitempty"`
+	// Live are the call's live events, for watchers (LiveEvents).
+	Live *LiveEvents `json:"live,omitempty"`
 }
 
 // ToolRequest is the input of the RunTool activity.
@@ -139,6 +146,8 @@ type ToolRequest struct {
 	// ToolSettings are the session's: the working directory and the tool policy.
 	ToolSettings
 	Sinks []string `json:"sinks,omitempty"`
+	// Watched is TurnInput.Watched.
+	Watched bool `json:"watched,omitempty"`
 	// Server is the MCP server for MCP tools; empty for built-in tools.
 	Server string `json:"server,omitempty"`
 }
@@ -152,6 +161,8 @@ type ToolResult struct {
 	Changed bool `json:"changed,omitempty"`
 	// Fatal marks a domain error the model cannot fix (unauthorized, merge conflict): it escalates.
 	Fatal bool `json:"fatal,omitempty"`
+	// Live are the call's live events, for watchers (LiveEvents).
+	Live *LiveEvents `json:"live,omitempty"`
 }
 
 // Failure classes of a model call, as in the failure table of the design notes.

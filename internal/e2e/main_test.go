@@ -28,6 +28,11 @@ var (
 var commands = []string{"./starter", "./worker", "./internal/devkit/recworker"}
 
 func TestMain(m *testing.M) {
+	if listen := os.Getenv(forwardListenEnv); listen != "" {
+		// This binary runs as the frontend-only starter's forwarder (TestFrontendOnlyWatcher).
+		forward(listen, os.Getenv(forwardSocketEnv))
+		return
+	}
 	testenv.Main(m, "e2e", testenv.EveryTest, setup)
 }
 
@@ -55,6 +60,10 @@ func setup(ctx context.Context) (func(), error) {
 	}
 	if err == nil {
 		err = testenv.EnsureFile(ctx, bashCompletion, "bash-completion")
+	}
+	if err == nil {
+		// The frontend-only watcher runs in a network namespace of its own (ip netns).
+		err = testenv.EnsureCommand(ctx, "ip", "iproute2")
 	}
 	if err != nil {
 		cancel()

@@ -6,14 +6,18 @@ package session
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/jsondur"
 )
 
 // Client talks to sessions through a Temporal client. The zero value is not usable; Temporal is
@@ -33,15 +37,16 @@ type Start struct {
 	Input   contract.SessionInput
 	// Job says the ID comes from a job key: a job that already ran is not run again.
 	Job bool
-	// Sink is the live event sink to attach when the session was running already.
-	Sink string
+	// Watcher is the watcher whose lease the session's input holds (SessionInput.Watchers), to
+	// take by signal when the session was running already.
+	Watcher string
 	// Listed puts the task in the KeelTask search attribute, a column of the Web UI's list. It
 	// is in clear there, so leave it false when payloads are encrypted.
 	Listed bool
 }
 
-// Start starts a session, or attaches to the running one with the same ID (asking it for live
-// events on s.Sink too). For a job that already ran, ran is true and run is that run, whose
+// Start starts a session, or attaches to the running one with the same ID (taking a lease on
+// its live events for s.Watcher too). For a job that already ran, ran is true and run is that run, whose
 // result says how it ended.
 func (c Client) Start(ctx context.Context, s Start) (run client.WorkflowRun, ran bool, err error) {
 	opts := client.StartWorkflowOptions{
@@ -71,11 +76,11 @@ func (c Client) Start(ctx context.Context, s Start) (run client.WorkflowRun, ran
 	case err != nil:
 		return nil, false, fmt.Errorf("starting the session: %w", err)
 	}
-	if s.Sink != "" && s.Job {
-		// A second starter of the same running job attaches to it: ask for its live events too.
-		// Other sessions have fresh IDs, so this start made them and their input names the sink
+	if s.Watcher != "" && s.Job {
+		// A second starter of the same running job attaches to it: it takes its own lease. Other
+		// sessions have fresh IDs, so this start made them and their input holds the lease
 		// already; a signal would cost an action for nothing.
-		_ = c.AttachSink(ctx, run.GetID(), s.Sink)
+		_ = c.Watch(ctx, run.GetID(), contract.Watch{Watcher: s.Watcher, Lease: jsondur.Duration(contract.WatchLease)})
 	}
 	return run, false, nil
 }
@@ -85,12 +90,56 @@ func (c Client) Run(ctx context.Context, workflowID string) client.WorkflowRun {
 	return c.Temporal.GetWorkflow(ctx, workflowID, "")
 }
 
-// AttachSink asks a running session to post its live events to url as well.
-func (c Client) AttachSink(ctx context.Context, workflowID, url string) error {
-	if err := c.Temporal.SignalWorkflow(ctx, workflowID, "", contract.SignalAttachSink, contract.AttachSink{URL: url}); err != nil {
-		return fmt.Errorf("attaching a sink to %s: %w", workflowID, c.classify(ctx, workflowID, err))
+// Watch takes, renews or (with a zero lease) gives back a watcher's lease on a running
+// session's live events.
+func (c Client) Watch(ctx context.Context, workflowID string, w contract.Watch) error {
+	if err := c.Temporal.SignalWorkflow(ctx, workflowID, "", contract.SignalWatch, w); err != nil {
+		return fmt.Errorf("watching %s: %w", workflowID, c.classify(ctx, workflowID, err))
 	}
 	return nil
+}
+
+// KeepWatching renews watcher's lease on the session every half lease until stop is called,
+// which gives the lease back (a watcher that vanishes without stopping loses it when it runs
+// out). take sends the first lease now; a session started with the lease in its input needs
+// none.
+func (c Client) KeepWatching(ctx context.Context, workflowID, watcher string, take bool) (stop func()) {
+	lease := contract.Watch{Watcher: watcher, Lease: jsondur.Duration(contract.WatchLease)}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if take {
+			_ = c.Watch(ctx, workflowID, lease)
+		}
+		t := time.NewTicker(contract.WatchLease / 2)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				_ = c.Watch(ctx, workflowID, lease)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		// Given back only when the session still runs: a signal to an ended one fails anyway.
+		dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if d, err := c.Temporal.DescribeWorkflow(dctx, workflowID, ""); err == nil && d.RawResponse.GetWorkflowExecutionInfo().GetCloseTime() == nil {
+			_ = c.Watch(dctx, workflowID, contract.Watch{Watcher: watcher})
+		}
+	}
+}
+
+// NewWatcher is a fresh watcher name.
+func NewWatcher() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // Answer sends the answer as the session's update and waits for its outcome, so the sender learns

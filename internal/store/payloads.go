@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 
 	commonpb "go.temporal.io/api/common/v1"
+	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -110,4 +112,33 @@ func (s *PostgresStore) GetBlob(ctx context.Context, id string) ([]byte, error) 
 		return nil, fmt.Errorf("blob %s: %w", id, err)
 	}
 	return b, nil
+}
+
+// storageReferenceType is the message type of the claim the SDK puts into history for a payload
+// it kept in a driver's storage.
+const storageReferenceType = "temporal.api.sdk.v1.ExternalStorageReference"
+
+// Resolver returns a function that turns a claim found in a history read raw (a watcher's
+// events.Follow reads histories without the SDK's data path) into the payload kept in b, and
+// returns any other payload as it is.
+func Resolver(b Blobs) func(ctx context.Context, p *commonpb.Payload) (*commonpb.Payload, error) {
+	return func(ctx context.Context, p *commonpb.Payload) (*commonpb.Payload, error) {
+		if string(p.GetMetadata()[converter.MetadataEncoding]) != converter.MetadataEncodingProtoJSON ||
+			string(p.GetMetadata()["messageType"]) != storageReferenceType {
+			return p, nil
+		}
+		var ref sdkpb.ExternalStorageReference
+		if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(p.GetData(), &ref); err != nil {
+			return nil, fmt.Errorf("reading a large payload's claim: %w", err)
+		}
+		if ref.GetDriverName() != (payloadDriver{}).Name() {
+			return nil, fmt.Errorf("a large payload kept by %q, not by Keel's store", ref.GetDriverName())
+		}
+		got, err := payloadDriver{b}.Retrieve(converter.StorageDriverRetrieveContext{Context: ctx},
+			[]converter.StorageDriverClaim{{ClaimData: ref.GetClaimData()}})
+		if err != nil {
+			return nil, err
+		}
+		return got[0], nil
+	}
 }

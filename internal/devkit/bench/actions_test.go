@@ -32,13 +32,18 @@ var actionCases = []actionCase{
 	{name: "12s streamed model, no command", stream: 12 * time.Second},
 }
 
+// watcherCounts are the numbers of watchers BenchmarkActionsPerTurn measures the 3 s model and 2 s
+// command shape with, besides the attached starter (one).
+var watcherCounts = []int{1, 5, 20}
+
 // BenchmarkActionsPerTurn counts what a turn costs in Temporal actions, read from the server's own
 // `action` counter, at three turn shapes, on Keel's server as it ships (worker commands on: the
 // server pushes cancellation, heartbeats prove liveness only) and on the same server with worker
 // commands off (the worker falls back to heartbeating every 200 ms). It also counts heartbeat
 // RPCs per minute of running activity, and prices a turn at $50 per million actions. On the shipped
 // server each shape runs a second time through the shipped starter binary, attached to the session
-// until it ends, to count what a watching terminal adds.
+// until it ends, to count what a watching terminal adds, and the 3 s model and 2 s command shape
+// with 1, 5 and 20 watchers following it in-process (runWatched).
 func BenchmarkActionsPerTurn(b *testing.B) {
 	servers := []struct {
 		name string
@@ -88,6 +93,23 @@ func BenchmarkActionsPerTurn(b *testing.B) {
 						b.Fatal(err)
 					}
 					reportActions(b, sv.name+", starter attached", c, attached.Sub(after), beats, d)
+					if c.stream != 3*time.Second {
+						continue
+					}
+					for _, n := range watcherCounts {
+						from, err := SettledActions(ctx, srv.MetricsURL())
+						if err != nil {
+							b.Fatal(err)
+						}
+						rpcs.Take()
+						d = runWatched(ctx, b, rig, n, uniq("watched"))
+						beats = len(rpcs.Take()["RecordActivityTaskHeartbeat"])
+						to, err := SettledActions(ctx, srv.MetricsURL())
+						if err != nil {
+							b.Fatal(err)
+						}
+						reportActions(b, fmt.Sprintf("%s, %d watchers", sv.name, n), c, to.Sub(from), beats, d)
+					}
 				}
 			}
 		})

@@ -12,7 +12,6 @@ import (
 	"github.com/keelrun/keel/activities"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
-	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/gateway"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tools/toolspec"
@@ -53,7 +52,7 @@ func runCompacting(t testing.TB, provider string, turns int, window int64) compa
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts := &activities.Activities{Models: activities.Solo(p), Store: st, Events: events.NewPublisher()}
+	acts := &activities.Activities{Models: activities.Solo(p), Store: st}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivityWithOptions(acts.CompactTranscript, activity.RegisterOptions{Name: contract.CompactActivity})

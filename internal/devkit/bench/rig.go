@@ -15,7 +15,6 @@ import (
 	"github.com/keelrun/keel/internal/app"
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
-	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/jsondur"
 	"github.com/keelrun/keel/internal/store"
 )
@@ -91,7 +90,7 @@ func NewRig(ctx context.Context, address string, opts RigOptions) (*Rig, error) 
 	}
 	stamps := NewStamps()
 	model := &Scripted{ToolTurns: opts.ToolTurns, OnCall: stamps.Record}
-	acts := &activities.Activities{Models: activities.Solo(model), Store: s, Events: events.NewPublisher()}
+	acts := &activities.Activities{Models: activities.Solo(model), Store: s}
 
 	var w worker.Worker
 	if opts.Worker == nil {

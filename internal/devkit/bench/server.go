@@ -12,7 +12,6 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/keelrun/keel/internal/contract"
@@ -52,19 +51,17 @@ func StartServer(ctx context.Context, dyn map[string]string) (*Server, error) {
 	for _, k := range slices.Sorted(maps.Keys(dyn)) {
 		args = append(args, "--dynamic-config-value", k+"="+dyn[k])
 	}
+	// Every search attribute a session may start with, the shipped starter's among them.
+	for _, key := range contract.SearchAttributes {
+		args = append(args, "--search-attribute", key.GetName()+"="+key.GetValueType().String())
+	}
 	dev, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
 		ExistingPath:  bin,
 		ClientOptions: &client.Options{Namespace: "default", Logger: quietLogger()},
 		LogLevel:      "error",
-		SearchAttributes: temporal.NewSearchAttributes(
-			contract.StatusKey.ValueSet(""),
-			contract.TurnsKey.ValueSet(0),
-			contract.TokensKey.ValueSet(0),
-			contract.PendingEscalationKey.ValueSet(false),
-		),
-		ExtraArgs: args,
-		Stdout:    io.Discard,
-		Stderr:    io.Discard,
+		ExtraArgs:     args,
+		Stdout:        io.Discard,
+		Stderr:        io.Discard,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting a dev server with %v: %w", dyn, err)
