@@ -56,13 +56,17 @@ func (a *Activities) claim(ctx context.Context, key store.LedgerKey, req contrac
 // the report (a lost completion, a dead worker) still learns the real result. It returns false
 // when the turn has already answered the call from the ledger: the result is kept there, but the
 // model was told otherwise, so it is not posted as the call's result.
-func (a *Activities) settle(ctx context.Context, key store.LedgerKey, req contract.ToolRequest, res contract.ToolResult, shown bool) bool {
+//
+// The outcome is never recorded as shown: the call's tool_result event reaches watchers only in
+// the activity's completion, so a turn that answers the call from the ledger (the completion was
+// lost) shows the result itself.
+func (a *Activities) settle(ctx context.Context, key store.LedgerKey, req contract.ToolRequest, res contract.ToolResult) bool {
 	if a.Store == nil {
 		return true
 	}
 	ctx2, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
-	resolved, err := a.Store.Settle(ctx2, key, store.Outcome{Result: res, Shown: shown})
+	resolved, err := a.Store.Settle(ctx2, key, store.Outcome{Result: res})
 	if err != nil {
 		activity.GetLogger(ctx).Warn("the outcome of a tool call could not be recorded in the ledger; if its completion is lost too, the call is reported as outcome unknown",
 			"tool", req.Call.Name, "call", req.Call.ID, "error", err)

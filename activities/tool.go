@@ -67,16 +67,14 @@ func (a *Activities) RunTool(ctx context.Context, req contract.ToolRequest) (res
 		outcome = record.ToolError
 	}
 	if ctx.Err() != nil {
-		a.settle(ctx, key, req, res, false)
+		a.settle(ctx, key, req, res)
 		record.ToolCall(activity.GetMetricsHandler(ctx), req.Call.Name, record.ToolCancelled)
 		activity.GetLogger(ctx).Info("tool call cancelled", "tool", req.Call.Name)
 		// What the call showed rides in the cancellation, for watchers.
 		return res, temporal.NewCanceledError(contract.LiveDetails{Live: j.Live()})
 	}
-	// Recorded as shown before it is posted: a worker that dies in between leaves the stream one
-	// result short, never two results for one call.
 	record.ToolCall(activity.GetMetricsHandler(ctx), req.Call.Name, outcome)
-	if a.settle(ctx, key, req, res, true) {
+	if a.settle(ctx, key, req, res) {
 		publish(ctx, contract.Event{
 			Event: contract.EventToolResult, WorkflowID: req.SessionID, Turn: req.Turn,
 			Tool: req.Call.Name, CallID: req.Call.ID, Text: res.Content, IsError: res.IsError,

@@ -60,7 +60,9 @@ func (k LedgerKey) id() string {
 // Outcome is how a call ended.
 type Outcome struct {
 	Result contract.ToolResult `json:"result"`
-	// Shown says the tool_result event went to the session's watchers, so nobody posts it again.
+	// Shown says the tool_result event already went to the session's watchers, so the turn that
+	// reads the outcome does not show it again. Only entries of workers that posted events
+	// straight to watchers have it; a worker now leaves it unset (activities' settle).
 	Shown bool `json:"shown,omitempty"`
 }
 
