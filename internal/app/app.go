@@ -292,6 +292,8 @@ func newWorker(c client.Client, queue string, opts worker.Options, hb Heartbeats
 type Wiring struct {
 	Hooks   []ToolHook
 	Session SessionWorkflow
+	// Store, when set, wraps the store the activities use (a test worker's fault injection).
+	Store func(store.Store) store.Store
 }
 
 // RunWorker is the worker process: connect, build the dependencies, serve metrics if configured,
@@ -343,6 +345,9 @@ func RunWorkerWith(ctx context.Context, cfg config.Config, wiring Wiring) error 
 		return err
 	}
 	defer closeDeps()
+	if wiring.Store != nil {
+		acts.Store = wiring.Store(acts.Store)
+	}
 	hb := ChooseHeartbeats(ctx, c, cfg.Temporal.Namespace, cfg.Temporal.FallbackHeartbeat)
 	w := newWorker(c, cfg.Temporal.TaskQueue, worker.Options{DeploymentOptions: dep}, hb, acts, wiring.Session)
 	if err := w.Start(); err != nil {

@@ -3,11 +3,8 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +21,7 @@ import (
 	"github.com/keelrun/keel/internal/devkit/fakegw"
 	"github.com/keelrun/keel/internal/devkit/replay"
 	"github.com/keelrun/keel/internal/devkit/testenv"
+	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/jsondur"
 	"github.com/keelrun/keel/internal/store"
 	"github.com/keelrun/keel/internal/tools/toolspec"
@@ -73,7 +71,7 @@ func drillDSN() string {
 	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 }
 
-// drill is one backend's drill: its own Temporal server, worker, gateway and event sink.
+// drill is one backend's drill: its own Temporal server, worker and gateway.
 type drill struct {
 	t       *testing.T
 	ctx     context.Context
@@ -84,8 +82,10 @@ type drill struct {
 	stderr  *syncBuffer
 	effects string
 	storeOf func() (store.Store, error)
-	sink    *drillSink
+	shown   *shownResults
 	queue   string
+	// before is the session whose tool call the worker dies claiming.
+	before string
 }
 
 func runDrill(t *testing.T, backendEnv []string) {
@@ -101,7 +101,7 @@ func runDrill(t *testing.T, backendEnv []string) {
 		outage = append(outage, d.startSession(fmt.Sprintf("outage-%d", i), fakegw.ModeChattyCommand))
 	}
 	for _, id := range outage {
-		d.sink.waitToolCall(ctx, t, id)
+		waitEffect(ctx, t, d.effects, id)
 	}
 	d.srv.Kill()
 	killedAt := time.Now()
@@ -136,15 +136,15 @@ func runDrill(t *testing.T, backendEnv []string) {
 	}
 
 	// A worker killed twice at once: mid-command for one session, before the command started for
-	// the other (it dies while posting the tool_call event, before the claim).
+	// the other (the worker runs with -die-at-claim for it: it dies as its tool call claims the
+	// call in the ledger, before the claim is written).
 	mid := d.startSession("mid-command", fakegw.ModeHang)
-	d.sink.waitToolCall(ctx, t, mid)
 	waitEffect(ctx, t, d.effects, mid)
-	before := d.sessionID("before-start")
-	d.sink.killOnToolCall(before, d.worker.kill)
-	d.startSessionID(before, fakegw.ModeChattyCommand)
-	d.sink.waitToolCall(ctx, t, before)
+	d.startSessionID(d.before, fakegw.ModeChattyCommand)
+	d.worker.waitExit(ctx)
+	d.worker.args = []string{"-effect-log", d.effects}
 	d.worker.start()
+	before := d.before
 
 	_, msgs := d.finish(mid)
 	if got := firstToolMessage(t, msgs); !strings.Contains(got.Content, "outcome is unknown") {
@@ -176,10 +176,10 @@ func runDrill(t *testing.T, backendEnv []string) {
 	if len(dups) > 0 {
 		t.Errorf("tool activities executed more than once: %v", dups)
 	}
-	if twice := d.sink.twice(); len(twice) > 0 {
+	if twice := d.shown.twice(); len(twice) > 0 {
 		t.Errorf("calls whose tool_result reached the stream twice: %v", twice)
 	}
-	t.Logf("%d tool executions, %d duplicates, %d tool_result events, %.0fs", total, len(dups), d.sink.results(), time.Since(start).Seconds())
+	t.Logf("%d tool executions, %d duplicates, %d tool_result events, %.0fs", total, len(dups), d.shown.results(), time.Since(start).Seconds())
 	if os.Getenv("KEEL_RECORD_HISTORIES") == "1" && envValue(backendEnv, "KEEL_STORE_BACKEND") == "" {
 		if reconciled == "" {
 			t.Fatal("recording: no outage session's call was answered from the ledger this run; run it again")
@@ -235,8 +235,9 @@ func startDrill(ctx context.Context, t *testing.T, backendEnv []string) *drill {
 		backend, loc = "postgres", envValue(backendEnv, "KEEL_STORE_DSN")
 	}
 	d.storeOf = func() (store.Store, error) { return store.Open(ctx, backend, loc) }
-	d.sink = newDrillSink(t)
-	d.worker = &drillWorker{t: t, bin: bin, args: []string{"-effect-log", d.effects}, env: workerEnv, stderr: d.stderr}
+	d.shown = &shownResults{n: map[string]int{}}
+	d.before = d.sessionID("before-start")
+	d.worker = &drillWorker{t: t, bin: bin, args: []string{"-effect-log", d.effects, "-die-at-claim", d.before}, env: workerEnv, stderr: d.stderr}
 	d.worker.start()
 	return d
 }
@@ -246,7 +247,6 @@ func (d *drill) close() {
 	if d.srv != nil {
 		d.srv.Kill()
 	}
-	d.sink.srv.Close()
 }
 
 // restartServer starts the server again on the same address and file.
@@ -277,10 +277,9 @@ func (d *drill) startSessionID(id, mode string) {
 		d.t.Fatal(err)
 	}
 	_, err := d.srv.Client().ExecuteWorkflow(d.ctx, client.StartWorkflowOptions{ID: id, TaskQueue: d.queue}, contract.SessionWorkflow, contract.SessionInput{
-		Task:   fakegw.WithMode("drill session: fix the failing test", mode),
-		Limits: contract.Limits{MaxTurns: 30},
-		Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: dir}, HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout),
-			Sinks: []string{d.sink.srv.URL}},
+		Task:     fakegw.WithMode("drill session: fix the failing test", mode),
+		Limits:   contract.Limits{MaxTurns: 30},
+		Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: dir}, HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout)},
 	})
 	if err != nil {
 		d.t.Fatalf("starting session %s: %v", id, err)
@@ -297,7 +296,8 @@ func (d *drill) finish(id string) (contract.Summary, []contract.Message) {
 	if sum.Status != contract.StatusCompleted || sum.Transcript == nil {
 		d.t.Fatalf("session %s ended %s (%s)", id, sum.Status, sum.Reason)
 	}
-	d.sink.addKept(id, sum.Events)
+	d.shown.add(id, sum.Events)
+	d.shown.add(id, d.liveEvents(id))
 	st, err := d.storeOf()
 	if err != nil {
 		d.t.Fatal(err)
@@ -352,91 +352,40 @@ func waitEffect(ctx context.Context, t *testing.T, path, id string) {
 	t.Fatalf("no tool of %s started in time", id)
 }
 
-// drillSink receives the sessions' live events, as a starter would, and can kill the worker
-// while a tool_call event is being posted, before the activity claims the call.
-type drillSink struct {
-	srv *httptest.Server
-
-	mu      sync.Mutex
-	calls   map[string]int // tool_call events by session
-	shown   map[string]int // tool_result events by call: live, and those the session kept
-	kill    map[string]func()
-	changed chan struct{}
-}
-
-func newDrillSink(t *testing.T) *drillSink {
-	s := &drillSink{calls: map[string]int{}, shown: map[string]int{}, kill: map[string]func(){}, changed: make(chan struct{}, 1)}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var e contract.Event
-		if err := json.NewDecoder(r.Body).Decode(&e); err != nil {
-			return
-		}
-		s.mu.Lock()
-		var kill func()
-		switch e.Event {
-		case contract.EventToolCall:
-			s.calls[e.WorkflowID]++
-			kill = s.kill[e.WorkflowID]
-			delete(s.kill, e.WorkflowID)
-		case contract.EventToolResult:
-			s.shown[e.WorkflowID+"#"+e.CallID]++
-		}
-		s.mu.Unlock()
-		if kill != nil {
-			kill()
-		}
-		select {
-		case s.changed <- struct{}{}:
-		default:
-		}
-	}))
-	return s
-}
-
-// killOnToolCall runs kill while the first tool_call of session id is posted.
-func (s *drillSink) killOnToolCall(id string, kill func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.kill[id] = kill
-}
-
-// waitToolCall waits for the first tool_call event of session id.
-func (s *drillSink) waitToolCall(ctx context.Context, t *testing.T, id string) {
-	t.Helper()
-	for {
-		s.mu.Lock()
-		n := s.calls[id]
-		s.mu.Unlock()
-		if n > 0 {
-			return
-		}
-		select {
-		case <-s.changed:
-		case <-time.After(100 * time.Millisecond):
-		case <-ctx.Done():
-			t.Fatalf("no tool call of %s in time", id)
-		}
+// liveEvents reads the events a watcher of the ended session id is shown, from its history, as
+// `starter watch` reads them.
+func (d *drill) liveEvents(id string) []contract.Event {
+	d.t.Helper()
+	src := events.Follow(d.ctx, d.srv.Client(), id, events.FollowOptions{})
+	defer src.Close()
+	var out []contract.Event
+	for e := range src.Events() {
+		out = append(out, e)
 	}
+	if d.ctx.Err() != nil {
+		d.t.Fatalf("reading the live events of %s: %v", id, d.ctx.Err())
+	}
+	return out
 }
 
-// addKept counts the tool_result events a session kept (those the workflow emitted for calls no
-// activity posted), as `starter watch` shows them.
-func (s *drillSink) addKept(id string, evs []contract.Event) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// shownResults counts the tool_result events a watcher is shown, by session and call: those the
+// activities published and those the session kept (for calls no activity answered).
+type shownResults struct {
+	n map[string]int
+}
+
+func (s *shownResults) add(id string, evs []contract.Event) {
 	for _, e := range evs {
 		if e.Event == contract.EventToolResult {
-			s.shown[id+"#"+e.CallID]++
+			s.n[id+"#"+e.CallID]++
 		}
 	}
 }
 
-// twice lists the calls whose tool_result was posted more than once.
-func (s *drillSink) twice() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// twice lists the calls whose tool_result was shown more than once.
+func (s *shownResults) twice() []string {
 	var out []string
-	for k, n := range s.shown {
+	for k, n := range s.n {
 		if n > 1 {
 			out = append(out, k)
 		}
@@ -444,11 +393,9 @@ func (s *drillSink) twice() []string {
 	return out
 }
 
-func (s *drillSink) results() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *shownResults) results() int {
 	n := 0
-	for _, c := range s.shown {
+	for _, c := range s.n {
 		n += c
 	}
 	return n
@@ -472,6 +419,23 @@ func (w *drillWorker) start() {
 	if err := w.cmd.Start(); err != nil {
 		w.t.Errorf("starting the worker: %v", err)
 	}
+}
+
+// waitExit waits for the worker process to end on its own.
+func (w *drillWorker) waitExit(ctx context.Context) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		_ = w.cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		w.t.Fatal("the worker did not die at the claim in time")
+	}
+	w.cmd = nil
 }
 
 // kill ends the worker with SIGKILL, as a crash would.

@@ -20,11 +20,13 @@ import (
 	"github.com/keelrun/keel/internal/config"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/toolhooks"
+	"github.com/keelrun/keel/internal/store"
 )
 
 func main() {
 	configPath := flag.String("config", "", config.FileHelp)
 	effectLog := flag.String("effect-log", "", "file that gets one JSON line per tool execution (required)")
+	dieAtClaim := flag.String("die-at-claim", "", "session whose first ledger claim kills this worker with SIGKILL, before the claim is written (the failover drill's worker that dies before a command starts)")
 	hold := flag.String("hold", "", "file every tool execution waits for, after its log line, before it runs (the deploy drill keeps turns mid-tool while it releases)")
 	flag.Parse()
 	if *effectLog == "" {
@@ -42,11 +44,29 @@ func main() {
 	if *hold != "" {
 		wiring.Hooks = append([]app.ToolHook{holdUntil(*hold)}, wiring.Hooks...)
 	}
+	if *dieAtClaim != "" {
+		wiring.Store = func(s store.Store) store.Store { return dieAtClaimOf{Store: s, session: *dieAtClaim} }
+	}
 	nextBuild(&wiring)
 	if err := app.RunWorkerWith(ctx, cfg, wiring); err != nil {
 		fmt.Fprintln(os.Stderr, "recworker:", err)
 		os.Exit(1)
 	}
+}
+
+// dieAtClaimOf is a store whose ledger claim for one session kills the process first, as a worker
+// that crashes after its tool call started and before the call was claimed.
+type dieAtClaimOf struct {
+	store.Store
+	session string
+}
+
+func (s dieAtClaimOf) Claim(ctx context.Context, k store.LedgerKey) error {
+	if k.SessionID == s.session {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
+	return s.Store.Claim(ctx, k)
 }
 
 // holdUntil makes every tool execution wait until path exists (or the call is cancelled) before
