@@ -206,6 +206,9 @@ func (f *follower) follow(ctx context.Context, run client.WorkflowRun) (contract
 				return sum, err
 			}
 		case sig := <-brokenPipe:
+			if !outputGone() {
+				continue
+			}
 			if done, sum, err := f.signal(ctx, sig); done {
 				return sum, err
 			}
@@ -243,7 +246,8 @@ func (f *follower) signal(ctx context.Context, sig os.Signal) (bool, contract.Su
 
 // brokenPipe receives SIGPIPE for the whole process (Run asks for it before anything is printed):
 // a write to a closed pipe then fails instead of killing the starter where it stands, which would
-// leave a session its in-process worker can never end; the follower cancels it instead.
+// leave a session its in-process worker can never end; the follower cancels it instead, once
+// outputGone confirms it was the output's reader that left and not a server's connection.
 var brokenPipe = make(chan os.Signal, 1)
 
 // signalReason is how the cancel names the signal that asked for it: a supervisor's SIGTERM is not
