@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +21,6 @@ import (
 
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
-	"github.com/keelrun/keel/internal/events"
 	"github.com/keelrun/keel/internal/jsondur"
 	"github.com/keelrun/keel/internal/session"
 )
@@ -55,18 +55,6 @@ func (r *liveRig) startSession(task string, watched bool) client.WorkflowRun {
 		r.t.Fatal(err)
 	}
 	return run
-}
-
-// collect reads a source's events until it closes, and hands each to seen as it arrives.
-func collect(src *events.Source, seen func(contract.Event)) []contract.Event {
-	var evs []contract.Event
-	for e := range src.Events() {
-		if seen != nil {
-			seen(e)
-		}
-		evs = append(evs, e)
-	}
-	return evs
 }
 
 // cuttableProxy relays TCP connections to a server until it is cut: then it drops every
@@ -131,9 +119,9 @@ func (p *cuttableProxy) setCut(cut bool) {
 }
 
 // TestWatchMidTurnAndReconnect: a `watch` started in the middle of a turn prints every piece of
-// the reply it attached during once and in order, and a watcher whose connection to the server is
-// cut for two seconds in the middle of the reply and then restored gets every piece of it once
-// and in order.
+// the reply it attached during once and in order, and a `watch` whose connection to the server is
+// cut for two seconds in the middle of the reply (every connection dropped, new ones refused) and
+// then restored prints every piece of it once and in order.
 func TestWatchMidTurnAndReconnect(t *testing.T) {
 	r := newLongRig(t)
 
@@ -153,30 +141,19 @@ func TestWatchMidTurnAndReconnect(t *testing.T) {
 
 	t.Run("cut and reconnected", func(t *testing.T) {
 		proxy := newCuttableProxy(t, env.Address())
-		c, err := client.Dial(client.Options{HostPort: proxy.ln.Addr().String(), Namespace: "default"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		// Watched from its start (as a session `starter run` started is), so the reply streams
+		// live and the cut falls in the middle of it.
 		run := r.startSession(fakegw.WithMode("fix the failing test", fakegw.ModeSlowStream), true)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		var once sync.Once
-		cutDone := make(chan struct{})
-		evs := collect(events.Follow(ctx, c, run.GetID(), events.FollowOptions{}), func(e contract.Event) {
-			if e.Event == contract.EventDelta && e.Seq == 20 {
-				once.Do(func() {
-					proxy.setCut(true)
-					go func() {
-						defer close(cutDone)
-						time.Sleep(2 * time.Second) // the outage itself, not a wait for something
-						proxy.setCut(false)
-					}()
-				})
-			}
-		})
-		<-cutDone
-		onceInOrder(t, evs, longPieces)
+		l := startLiveEnv(t, append(slices.Clone(r.environ), "KEEL_TEMPORAL_ADDRESS="+proxy.ln.Addr().String()), "watch", "-o", "jsonl", run.GetID())
+		l.waitEvent(time.Minute, "the reply's 20th piece", func(e contract.Event) bool { return e.Event == contract.EventDelta && e.Seq >= 20 })
+		proxy.setCut(true)
+		time.Sleep(2 * time.Second) // the outage itself, not a wait for something
+		proxy.setCut(false)
+		out := l.finish()
+		onceInOrder(t, out.Events, longPieces)
+		if out.Summary.WorkflowID != run.GetID() {
+			t.Fatalf("the reconnected watch printed no summary of %s:\n%s", run.GetID(), out.Stdout)
+		}
 	})
 }
 
@@ -198,39 +175,36 @@ func pendingActivity(t testing.TB, wid string) bool {
 	return false
 }
 
-// TestTwentyWatchers: twenty watchers on one session, each holding its own lease, each get every
-// piece of the reply once and in order, and a message a person sends the session while they all
-// follow it (the say update) is accepted.
+// TestTwentyWatchers: twenty `starter watch` processes on one session, each holding its own
+// lease, each print every piece of the reply once and in order, and a message a person sends the
+// session while they all follow it (the say update) is accepted.
 func TestTwentyWatchers(t *testing.T) {
 	r := newLongRig(t)
 	run := r.startSession(fakegw.WithMode("fix the failing test", fakegw.ModeSlowStream), false)
-	sc := session.Client{Temporal: env.Client()}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	const watchers = 20
-	got := make([][]contract.Event, watchers)
-	var wg sync.WaitGroup
-	for i := range watchers {
-		if err := sc.Watch(ctx, run.GetID(), contract.Watch{Watcher: fmt.Sprintf("w%d", i), Lease: jsondur.Duration(contract.WatchLease)}); err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			got[i] = collect(events.Follow(ctx, env.Client(), run.GetID(), events.FollowOptions{}), nil)
-		}()
+	ls := make([]*liveRun, watchers)
+	for i := range ls {
+		ls[i] = startLiveEnv(t, r.environ, "watch", "-o", "jsonl", run.GetID())
 	}
 	if !waitFor(30*time.Second, func() bool { return pendingActivity(t, run.GetID()) }) {
 		t.Fatal("the model call never heartbeated")
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sc := session.Client{Temporal: env.Client()}
 	res, err := sc.Say(ctx, run.GetID(), contract.Say{Text: "also keep the tests green", By: "ana", Via: "cli"})
 	if err != nil {
 		t.Fatalf("the say update was refused with %d watchers: %v", watchers, err)
 	}
 	t.Logf("say: %+v", res)
-	wg.Wait()
-	for i, evs := range got {
-		t.Run(fmt.Sprintf("watcher %d", i), func(t *testing.T) { onceInOrder(t, evs, longPieces) })
+	for i, l := range ls {
+		out := l.finish()
+		t.Run(fmt.Sprintf("watcher %d", i), func(t *testing.T) {
+			onceInOrder(t, out.Events, longPieces)
+			if out.Summary.WorkflowID != run.GetID() {
+				t.Fatalf("watcher %d printed no summary:\n%s", i, out.Stderr)
+			}
+		})
 	}
 }
 
