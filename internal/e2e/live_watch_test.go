@@ -14,14 +14,12 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 
 	"github.com/keelrun/keel/internal/codec"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/demo"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
 	"github.com/keelrun/keel/internal/events"
-	"github.com/keelrun/keel/internal/jsondur"
 )
 
 // The watched session: one turn whose reply streams livePieces pieces, livePause apart, then the
@@ -138,17 +136,7 @@ func (r *liveRig) starterRunCut() (time.Duration, *liveRun) {
 func (r *liveRig) clientRun(watched bool, got func([]contract.Event)) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	in := contract.SessionInput{Task: r.task(), Limits: contract.Limits{MaxTurns: 1},
-		Settings: contract.Settings{ToolSettings: contract.ToolSettings{Workdir: r.workdir()},
-			HeartbeatTimeout: jsondur.Duration(testHeartbeatTimeout)}}
-	if watched {
-		in.Watchers = []contract.Watch{{Watcher: "test", Lease: jsondur.Duration(contract.WatchLease)}}
-	}
-	run, err := env.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: envValue(r.environ, "KEEL_TEMPORAL_TASK_QUEUE")},
-		contract.SessionWorkflow, in)
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	run := r.startSession(r.task(), watched)
 	var evs []contract.Event
 	done := make(chan struct{})
 	if got != nil {
