@@ -162,7 +162,13 @@ func writeAtomic(p string, v any) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	return writeFileAtomic(p, b, 0o755)
+}
+
+// writeFileAtomic writes b to p through a synced temporary file and a rename, making p's folder
+// with dirPerm: what a record or node names is whole on disk before the name appears.
+func writeFileAtomic(p string, b []byte, dirPerm os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(p), dirPerm); err != nil {
 		return err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(p), ".write-*")

@@ -124,23 +124,10 @@ func (s *FileStore) PutFile(_ context.Context, hash string, data []byte) error {
 	if _, err := os.Stat(p); err == nil {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".write-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		_ = os.Remove(tmp.Name())
+	if err := writeFileAtomic(p, data, 0o700); err != nil {
 		return fmt.Errorf("storing a workspace file: %w", err)
 	}
-	if err := tmp.Close(); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("storing a workspace file: %w", err)
-	}
-	return os.Rename(tmp.Name(), p)
+	return nil
 }
 
 // GetFile implements Workspaces.
