@@ -112,7 +112,8 @@ func Activities(ctx context.Context, cfg config.Config, gatewayURL string, hooks
 		acts.Snapshots = Snapshots(cfg)
 	}
 	if w := cfg.Workspaces; w.Root != "" {
-		acts.Workspaces = &workspace.Manager{Root: w.Root, Token: w.GitToken, TokenHost: w.GitTokenHost, NoPush: !w.Push, CacheBytes: w.CacheBytes}
+		acts.Workspaces = &workspace.Manager{Root: w.Root, GitHubURL: w.GitHubURL, Token: w.GitToken, TokenHost: w.GitTokenHost,
+			NoPush: !w.Push, CacheBytes: w.CacheBytes}
 		if acts.Snapshots != nil {
 			// Recorded through the worker's snapshots, which take each state incrementally and
 			// which a restore writes through.

@@ -128,7 +128,10 @@ type Snapshots struct {
 type Workspaces struct {
 	// Root holds the caches and the workspaces; <state_dir>/workspaces when not set.
 	Root string
-	// GitToken fetches repositories from GitTokenHost.
+	// GitHubURL is the GitHub repositories written owner/name belong to, checked and normalized
+	// by contract.GitHubURL.
+	GitHubURL string
+	// GitToken fetches repositories from GitTokenHost; an empty GitTokenHost is GitHubURL's host.
 	GitToken     string
 	GitTokenHost string
 	// Push sends an ended session's changes to its origin as the branch keel/<session>.

@@ -87,6 +87,24 @@ func TestLoad(t *testing.T) {
 				t.Fatalf("UI link %q (escalations %q), want none", c.Temporal.UIURL, c.Escalation.UIBase)
 			}
 		}},
+		{name: "GitHub at github.com by default", env: map[string]string{"KEEL_GATEWAY_FAKE": "1"}, check: func(t *testing.T, c Config) {
+			if c.Workspaces.GitHubURL != "https://github.com" || c.Workspaces.GitTokenHost != "" {
+				t.Fatalf("GitHub %q, token host %q; want https://github.com and its host", c.Workspaces.GitHubURL, c.Workspaces.GitTokenHost)
+			}
+		}},
+		{name: "a GitHub Enterprise Server", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_WORKSPACES_GITHUB_URL": "https://GHE.example.com/"}, check: func(t *testing.T, c Config) {
+			if c.Workspaces.GitHubURL != "https://ghe.example.com" {
+				t.Fatalf("GitHub %q, want https://ghe.example.com", c.Workspaces.GitHubURL)
+			}
+		}},
+		{name: "a GitHub on loopback over http", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_WORKSPACES_GITHUB_URL": "http://127.0.0.1:3000"}, check: func(t *testing.T, c Config) {
+			if c.Workspaces.GitHubURL != "http://127.0.0.1:3000" {
+				t.Fatalf("GitHub %q", c.Workspaces.GitHubURL)
+			}
+		}},
+		{name: "a GitHub over plain http elsewhere", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_WORKSPACES_GITHUB_URL": "http://ghe.example.com"}, key: WorkspacesGitHubURL},
+		{name: "a GitHub URL with credentials", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_WORKSPACES_GITHUB_URL": "https://u:p@ghe.example.com"}, key: WorkspacesGitHubURL},
+		{name: "a GitHub that is no URL", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_WORKSPACES_GITHUB_URL": "github.com"}, key: WorkspacesGitHubURL},
 		{name: "fixed jitter above one", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_GATEWAY_RETRY_FIXED_JITTER": "1.5"}, key: GatewayRetryFixedJitter},
 		{name: "fixed jitter not a number", env: map[string]string{"KEEL_GATEWAY_FAKE": "1", "KEEL_GATEWAY_RETRY_FIXED_JITTER": "half"}, key: GatewayRetryFixedJitter},
 		{name: "unknown provider", env: map[string]string{"KEEL_GATEWAY_PROVIDER": "bogus", "KEEL_GATEWAY_FAKE": "1"}, key: GatewayProvider},

@@ -205,6 +205,11 @@ func (d *decoder) finish(t *draft, prog Program) {
 	if c.Workspaces.Root == "" && c.Dev.StateDir != "" {
 		c.Workspaces.Root = filepath.Join(c.Dev.StateDir, "workspaces")
 	}
+	if u, err := contract.GitHubURL(c.Workspaces.GitHubURL); err != nil {
+		d.fail(WorkspacesGitHubURL, err.Error())
+	} else {
+		c.Workspaces.GitHubURL = u
+	}
 	if t.sandboxMode == "on" || t.sandboxMode == "true" {
 		if t.sandbox.CacheDir == "" {
 			t.sandbox.CacheDir = defaultCacheDir()

@@ -175,6 +175,7 @@ const (
 	SnapshotsKeepFor   = "snapshots.keep_for"
 
 	WorkspacesRoot         = "workspaces.root"
+	WorkspacesGitHubURL    = "workspaces.github_url"
 	WorkspacesGitToken     = "workspaces.git_token"
 	WorkspacesGitTokenHost = "workspaces.git_token_host"
 	WorkspacesPush         = "workspaces.push"
@@ -372,13 +373,17 @@ var settings = []Setting{
 			"([operations](operations.md#workspaces-from-git)); never inside a work directory",
 		Hint: "per-repository git caches and sessions' workspaces; empty: <state_dir>/workspaces",
 		into: func(d *draft) any { return &d.Workspaces.Root }},
+	{Name: WorkspacesGitHubURL, Default: contract.DefaultGitHubURL, ReadBy: Worker,
+		Doc: "the GitHub a repository written `owner/name` (`--repo owner/name`, GitHub jobs) is fetched from and pushed to, as " +
+			"`URL/owner/name.git`; GitHub Enterprise Server: `https://HOST`. https, or plain http on loopback only, with no credentials in it",
+		Hint: "where owner/name repositories live; GitHub Enterprise Server: https://HOST", into: func(d *draft) any { return &d.Workspaces.GitHubURL }},
 	{Name: WorkspacesGitToken, Default: "", ReadBy: Worker,
 		Doc: "the token a worker fetches sessions' repositories with, sent as HTTP basic auth (`x-access-token`) to `workspaces.git_token_host` only, " +
 			"never written to disk or shown to a session",
 		Hint: "better in KEEL_WORKSPACES_GIT_TOKEN", into: func(d *draft) any { return &d.Workspaces.GitToken }},
-	{Name: WorkspacesGitTokenHost, Default: "github.com", ReadBy: Worker,
-		Doc:  "the host (`host` or `host:port`) `workspaces.git_token` is sent to, over https",
-		Hint: "the host the git token is sent to", into: func(d *draft) any { return &d.Workspaces.GitTokenHost }},
+	{Name: WorkspacesGitTokenHost, Default: "", DefaultDoc: "the host of `workspaces.github_url`", ReadBy: Worker,
+		Doc:  "the host (`host` or `host:port`) `workspaces.git_token` is sent to, over https (plain http on loopback only)",
+		Hint: "the host the git token is sent to; empty: the host of workspaces.github_url", into: func(d *draft) any { return &d.Workspaces.GitTokenHost }},
 	{Name: WorkspacesPush, Kind: Bool, Default: contract.DefaultWorkspacesPush, ReadBy: Worker,
 		Doc: "push the changes of a session that ran in a workspace made from git, when it ends, to its origin as the branch `keel/<session>` " +
 			"with the worker's token ([operations](operations.md#workspaces-from-git)); false keeps them on the worker",

@@ -23,6 +23,9 @@ const (
 	// DefaultWorkspacesRecordMB bounds the files of one recorded workspace state, in MiB: well
 	// above a source tree, below what a store should take per tool call.
 	DefaultWorkspacesRecordMB = 1024
+	// DefaultGitHubURL is where a repository written owner/name is fetched from and pushed to
+	// unless the worker names another GitHub (workspaces.github_url).
+	DefaultGitHubURL = "https://github.com"
 )
 
 // WorkerTools are a worker's own tool settings, the same for every session it serves: the

@@ -46,7 +46,7 @@ func (s Source) WorkspaceOf(sessionID string) string {
 // Check says what is wrong with a source, naming the field: a repository RepoURL accepts, and
 // exactly one of a full commit SHA and a ref that git would accept as a branch or tag name.
 func (s Source) Check() error {
-	if _, err := RepoURL(s.Repo); err != nil {
+	if _, err := RepoURL(s.Repo, ""); err != nil {
 		return err
 	}
 	switch {
@@ -77,13 +77,18 @@ func checkRef(ref string) error {
 	return nil
 }
 
-// RepoURL is the URL a repository is fetched from: owner/name means GitHub
-// (https://github.com/owner/name.git); otherwise an http or https URL without credentials in it.
-// Local paths and file:// URLs are refused: a session must not read the worker's own repositories.
-func RepoURL(repo string) (string, error) {
+// RepoURL is the URL a repository is fetched from: owner/name means a repository of the GitHub
+// at github, a base URL GitHubURL accepts (github/owner/name.git; empty means DefaultGitHubURL);
+// otherwise an http or https URL without credentials in it. Local paths and file:// URLs are
+// refused: a session must not read the worker's own repositories. Whether a repository is
+// acceptable does not depend on github, so the starter, the GitHub bot and the worker agree on it.
+func RepoURL(repo, github string) (string, error) {
 	if owner, name, ok := strings.Cut(repo, "/"); ok && !strings.Contains(repo, ":") && repoPart.MatchString(owner) &&
 		repoPart.MatchString(name) && owner != "." && owner != ".." && name != "." && name != ".." {
-		return "https://github.com/" + owner + "/" + strings.TrimSuffix(name, ".git") + ".git", nil
+		if github == "" {
+			github = DefaultGitHubURL
+		}
+		return strings.TrimRight(github, "/") + "/" + owner + "/" + strings.TrimSuffix(name, ".git") + ".git", nil
 	}
 	u, err := url.Parse(repo)
 	switch {
@@ -97,6 +102,24 @@ func RepoURL(repo string) (string, error) {
 		return "", fmt.Errorf("repository %q has a query, fragment or blank in it", repo)
 	}
 	return u.String(), nil
+}
+
+// GitHubURL checks the base URL of the GitHub that owner/name repositories are fetched from and
+// pushed to (workspaces.github_url: https://github.com, a GitHub Enterprise Server's
+// https://HOST) and returns it as NormalizeBaseURL writes it. Plain http is accepted on loopback
+// only, where nothing between the worker and the server reads the token or the code.
+func GitHubURL(raw string) (string, error) {
+	if p, err := url.Parse(strings.TrimSpace(raw)); err == nil && p.User != nil {
+		return "", fmt.Errorf("the base URL %q carries credentials: give the worker a token instead (workspaces.git_token)", p.Redacted())
+	}
+	u, err := NormalizeBaseURL(raw)
+	if err != nil {
+		return "", err
+	}
+	if strings.HasPrefix(u, "http:") && !Loopback(u) {
+		return "", fmt.Errorf("the base URL %q is plain http on a host other than this machine: use https", u)
+	}
+	return u, nil
 }
 
 // Loopback says whether a URL's host is this machine (where plain http carries a token safely).

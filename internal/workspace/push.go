@@ -54,7 +54,7 @@ func (m *Manager) Push(ctx context.Context, req contract.PushRequest) (contract.
 		br.Note = NotePushOff
 		return br, nil
 	}
-	origin, err := contract.RepoURL(req.Source.Repo)
+	origin, err := m.origin(req.Source.Repo)
 	if err != nil {
 		return br, err
 	}

@@ -39,10 +39,13 @@ import (
 type Manager struct {
 	// Root holds the caches and the workspaces; it must not be inside any work directory.
 	Root string
+	// GitHubURL is the base URL of the GitHub a repository written owner/name belongs to, as
+	// contract.GitHubURL accepts it; empty means contract.DefaultGitHubURL.
+	GitHubURL string
 	// Token, when set, is sent as HTTP basic auth (x-access-token, as GitHub's app and personal
 	// tokens take it) to TokenHost's https URLs, and to its plain http URLs on loopback only.
 	Token string
-	// TokenHost is the host (host or host:port) the token is for; empty means github.com.
+	// TokenHost is the host (host or host:port) the token is for; empty means GitHubURL's host.
 	TokenHost string
 	// Git is the git binary; empty means "git" on PATH.
 	Git string
@@ -156,7 +159,7 @@ func (m *Manager) Ensure(ctx context.Context, sessionID string, src contract.Sou
 
 // materialize fetches src into the cache and makes a workspace of it in a fresh directory in sdir.
 func (m *Manager) materialize(ctx context.Context, src contract.Source, sdir string) (Workspace, error) {
-	origin, err := contract.RepoURL(src.Repo)
+	origin, err := m.origin(src.Repo)
 	if err != nil {
 		return Workspace{}, err
 	}
@@ -189,6 +192,12 @@ func (m *Manager) materialize(ctx context.Context, src contract.Source, sdir str
 		return Workspace{}, fmt.Errorf("checking the symlinks of %s at %s: %w", origin, commit, err)
 	}
 	return Workspace{Dir: tmp, Commit: commit, Fetched: fetched, Flattened: flat}, nil
+}
+
+// origin is the URL the repository repo is fetched from and pushed to: owner/name is a
+// repository of the worker's GitHub (GitHubURL).
+func (m *Manager) origin(repo string) (string, error) {
+	return contract.RepoURL(repo, m.GitHubURL)
 }
 
 // git is the manager's git runner, with its empty home made.
@@ -285,13 +294,26 @@ func (m *Manager) auth(origin string) []string {
 	u, err := url.Parse(origin)
 	host := m.TokenHost
 	if host == "" {
-		host = "github.com"
+		host = m.gitHubHost()
 	}
 	if err != nil || !strings.EqualFold(u.Host, host) || (u.Scheme != "https" && !contract.Loopback(origin)) {
 		return nil
 	}
 	basic := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + m.Token))
 	return []string{"http." + u.Scheme + "://" + u.Host + "/.extraHeader=Authorization: Basic " + basic}
+}
+
+// gitHubHost is the host (host or host:port) of the worker's GitHub.
+func (m *Manager) gitHubHost() string {
+	base := m.GitHubURL
+	if base == "" {
+		base = contract.DefaultGitHubURL
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }
 
 // checkout makes a repository at dir holding the cache's objects, checked out at commit. The

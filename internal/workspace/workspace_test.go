@@ -132,6 +132,49 @@ func TestConcurrentSessionsOnTwoCommits(t *testing.T) {
 	}
 }
 
+// TestOwnerNameOnTheWorkersGitHub: a repository written owner/name is fetched from the GitHub
+// the worker names (workspaces.github_url), and the token goes to that GitHub's host unless
+// workspaces.git_token_host names another, in which case it is not sent and the fetch fails.
+func TestOwnerNameOnTheWorkersGitHub(t *testing.T) {
+	cases := []struct {
+		name      string
+		tokenHost func(srv *gitserver.Server) string
+		wantErr   string
+	}{
+		{"token host from the GitHub URL", func(*gitserver.Server) string { return "" }, ""},
+		{"token host named", func(srv *gitserver.Server) string { return strings.TrimPrefix(srv.URL, "http://") }, ""},
+		{"token for another host", func(*gitserver.Server) string { return "github.com" }, "fetching "},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv := gitserver.Start(t, t.TempDir(), token)
+			_, commits := origin(t, srv, "acme/app", "one")
+			m := &Manager{Root: t.TempDir(), GitHubURL: srv.URL, Token: token, TokenHost: c.tokenHost(srv)}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			ws, err := m.Ensure(ctx, "s", contract.Source{Repo: "acme/app", Commit: commits[0]})
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) || !strings.Contains(err.Error(), srv.URL+"/acme/app.git") {
+					t.Fatalf("got %v, want an error fetching %s/acme/app.git", err, srv.URL)
+				}
+				if srv.BasicAuthSeen() {
+					t.Error("the token went to a host other than workspaces.git_token_host")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := os.ReadFile(filepath.Join(ws.Dir, "MARKER")); string(b) != "one" {
+				t.Errorf("MARKER is %q, want one", b)
+			}
+			if !srv.BasicAuthSeen() {
+				t.Error("the server never saw the token")
+			}
+		})
+	}
+}
+
 func TestRefusals(t *testing.T) {
 	srv := gitserver.Start(t, t.TempDir(), token)
 	url, _ := origin(t, srv, "app", "one")

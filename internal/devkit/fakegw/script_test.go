@@ -479,3 +479,27 @@ func TestDelegateModes(t *testing.T) {
 		})
 	}
 }
+
+// TestCommandsModeReadsInPlace: a task's read lines are read_file calls in their place among
+// its commands, and the model answers once each has its result.
+func TestCommandsModeReadsInPlace(t *testing.T) {
+	task := CommandsTask("Check the marker.", "touch started") + "\n" + ReadLine("MARKER") + "\n" + CommandLine("ls")
+	want := []call{
+		toolCall("run_command", "command", "touch started"),
+		toolCall("read_file", "path", "MARKER"),
+		toolCall("run_command", "command", "ls"),
+	}
+	msgs := []message{{Role: "user", Text: task}}
+	for i, w := range want {
+		r := decide(ModeCommands, transcript{Messages: msgs})
+		if len(r.Calls) != 1 || r.Calls[0].Name != w.Name || r.Calls[0].Args != w.Args {
+			t.Fatalf("step %d: calls %+v, want %+v", i, r.Calls, w)
+		}
+		id := fmt.Sprintf("call-%d", i)
+		msgs = append(msgs, message{Role: "assistant", Calls: []call{{ID: id, Name: w.Name, Args: w.Args}}},
+			message{Role: "tool", CallID: id, Text: "done"})
+	}
+	if r := decide(ModeCommands, transcript{Messages: msgs}); !r.final() || r.Text != answerCommands {
+		t.Fatalf("after every step: %+v, want the final answer", r)
+	}
+}
