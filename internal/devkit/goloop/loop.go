@@ -130,7 +130,7 @@ func (a *Activities) CallModel(ctx context.Context, msgs []Message) (Message, er
 		}
 	}
 	stream := a.chat.NewStreaming(ctx, params)
-	defer stream.Close()
+	defer func() { _ = stream.Close() }()
 	var acc openai.ChatCompletionAccumulator
 	for stream.Next() {
 		acc.AddChunk(stream.Current())
