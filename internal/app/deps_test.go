@@ -45,3 +45,23 @@ func TestWorkerLinksNoBot(t *testing.T) {
 		}
 	}
 }
+
+// TestGoLoopLinksNoKeel: the plain Go agent loop the turn-cost benchmark measures Keel against
+// (internal/devkit/goloop) links no package of this module, so nothing of Keel's runs in the
+// baseline and the comparison holds.
+func TestGoLoopLinksNoKeel(t *testing.T) {
+	const module = "github.com/keelrun/keel/"
+	out, err := exec.Command("go", "list", "-deps", "../devkit/goloop").CombinedOutput()
+	if err != nil {
+		t.Fatalf("listing the dependencies of the loop: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "go.temporal.io/sdk/workflow") {
+		t.Fatalf("the loop does not link the Temporal SDK, so this test checks nothing:\n%s", out)
+	}
+	for _, d := range deps {
+		if strings.HasPrefix(d, module) && d != module+"internal/devkit/goloop" {
+			t.Errorf("the loop links %s", d)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -43,7 +44,9 @@ func ParseProcStat(line []byte) (ProcStat, error) {
 }
 
 // CPUTimes is the CPU time used so far by this process (the in-process worker and the
-// benchmark) and by its child dev servers (processes named temporal). Load on a shared machine
+// benchmark) and by its child dev servers (processes whose name starts with temporal: the
+// temporal CLI, or Keel's server build, temporal-server-<key>, which /proc shortens to
+// temporal-server). Load on a shared machine
 // stretches wall time but not CPU time, so CPU per turn compares runs made at different loads.
 func CPUTimes() (self, servers time.Duration, err error) {
 	b, err := os.ReadFile("/proc/self/stat")
@@ -62,7 +65,7 @@ func CPUTimes() (self, servers time.Duration, err error) {
 		if err != nil {
 			continue // the process ended between the glob and the read
 		}
-		if st, err := ParseProcStat(b); err == nil && st.PPID == pid && st.Comm == "temporal" {
+		if st, err := ParseProcStat(b); err == nil && st.PPID == pid && strings.HasPrefix(st.Comm, "temporal") {
 			servers += st.CPU
 		}
 	}

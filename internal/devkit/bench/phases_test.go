@@ -104,3 +104,45 @@ func TestRPCsRecordsCallsButNotPolls(t *testing.T) {
 		t.Errorf("second Take = %v, want nothing", again)
 	}
 }
+
+// TestSegments: a merged timeline is cut at each turn's first event, each gap is named by the
+// events either side of it, and the table sums a kind within a turn before taking the median.
+func TestSegments(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	tl := Merge(
+		[]Labelled{{Who: "gateway", Name: "request", At: at(0)}, {Who: "gateway", Name: "request", At: at(100)}, {Who: "gateway", Name: "request", At: at(150)}},
+		[]Labelled{{Who: "wf", Name: "a", At: at(10)}, {Who: "wf", Name: "b", At: at(30)}, {Who: "wf", Name: "a", At: at(110)}, {Who: "wf", Name: "b", At: at(140)}},
+	)
+	segs := Segments(tl, func(e Labelled) bool { return e.Who == "gateway" })
+	if len(segs) != 2 {
+		t.Fatalf("%d segments, want 2: %v", len(segs), segs)
+	}
+	tests := []struct {
+		label   string
+		perTurn float64
+		median  time.Duration
+	}{
+		{"wf: b -> gateway: request", 1, 10 * time.Millisecond},
+		{"wf: a -> wf: b", 1, 20 * time.Millisecond},
+		{"gateway: request -> wf: a", 1, 10 * time.Millisecond},
+	}
+	rows := StepTable(segs)
+	if len(rows) != len(tests) {
+		t.Fatalf("rows %+v, want %d", rows, len(tests))
+	}
+	for _, tt := range tests {
+		found := false
+		for _, r := range rows {
+			if r.Label == tt.label {
+				found = true
+				if r.PerTurn != tt.perTurn || r.Median != tt.median {
+					t.Errorf("%s: %.2f per turn, median %v; want %.2f and %v", tt.label, r.PerTurn, r.Median, tt.perTurn, tt.median)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no row %q in %+v", tt.label, rows)
+		}
+	}
+}

@@ -145,6 +145,9 @@ func (s *Server) plan(mode string, t transcript, hash string, bodyLen int, f fau
 	case faultTruncated:
 		p.CutAfterText = true
 	}
+	if mode == ModeBench && f.Kind == 0 {
+		p.Slow, p.SlowEvery = benchSlow(t), BenchStreamEvery
+	}
 	p.OutputTokens = tokens(p.outputChars())
 	return p
 }

@@ -120,6 +120,8 @@ func decide(mode string, t transcript) reply {
 		return escapeReply(t, ex, mode)
 	case ModeCommands:
 		return commandsReply(t, ex)
+	case ModeBench:
+		return benchReply(t)
 	case ModeHostileText:
 		return hostileReply(ex)
 	case ModeDelegate:
