@@ -1,0 +1,168 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/keelrun/keel/activities"
+	"github.com/keelrun/keel/internal/app"
+	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/contract"
+)
+
+// overloadToolTurns is each session's length in BenchmarkOverload: three run_command turns and the
+// answer.
+const overloadToolTurns = 3
+
+// overloadLevels are the numbers of sessions BenchmarkOverload runs at once, unless
+// KEEL_BENCH_OVERLOAD lists others (comma-separated).
+var overloadLevels = []int{5, 40}
+
+// BenchmarkOverload runs N sessions at once on one worker built as the worker process builds it
+// (app.Activities: the sandbox, snapshots in a state directory, the transcript store and its
+// cache; app.NewWorker), its model replaced by the scripted one: each turn streams for 3 s and
+// asks run_command to `sleep 2`. It reports the median time between one turn's model call and
+// the next (5 s of model and tool, plus what orchestration adds), the worker's and the server's
+// CPU per turn, the server's actions per turn and the worker's RPCs per turn by method.
+func BenchmarkOverload(b *testing.B) {
+	levels := overloadLevels
+	if s := os.Getenv("KEEL_BENCH_OVERLOAD"); s != "" {
+		levels = nil
+		for f := range strings.SplitSeq(s, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				b.Fatalf("KEEL_BENCH_OVERLOAD: %v", err)
+			}
+			levels = append(levels, n)
+		}
+	}
+	ctx := benchContext(b)
+	srv := startServer(b, ctx, KeelDynamicConfig(nil))
+	var rpcs RPCs
+	w := startOverloadWorker(b, ctx, srv, &rpcs)
+	for i := 0; i < b.N; i++ {
+		for _, n := range levels {
+			runOverload(b, ctx, srv, w, &rpcs, n)
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// overloadWorker is the in-process worker BenchmarkOverload measures.
+type overloadWorker struct {
+	client  client.Client
+	stamps  *Stamps
+	queue   string
+	workdir string
+}
+
+func startOverloadWorker(b *testing.B, ctx context.Context, srv *Server, rpcs *RPCs) *overloadWorker {
+	b.Helper()
+	dir := b.TempDir()
+	queue := "bench-overload"
+	cfg, err := config.Load("", nil, map[string]any{
+		config.GatewayFake:       true,
+		config.TemporalAddress:   srv.Address(),
+		config.TemporalTaskQueue: queue,
+		config.DevStateDir:       filepath.Join(dir, "state"),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	acts, closeDeps, err := app.Activities(ctx, cfg, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(closeDeps)
+	stamps := NewStamps()
+	acts.Models = activities.Solo(&Scripted{ToolTurns: overloadToolTurns, OnCall: stamps.Record, StreamFor: 3 * time.Second, Command: "sleep 2"})
+	c, err := dialRig(ctx, srv.Address(), acts.Store, rpcs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(c.Close)
+	w := app.NewWorker(c, cfg, acts)
+	if err := w.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(w.Stop)
+	workdir := filepath.Join(dir, "work")
+	if err := seedWorkdir(workdir); err != nil {
+		b.Fatal(err)
+	}
+	return &overloadWorker{client: c, stamps: stamps, queue: queue, workdir: workdir}
+}
+
+// runOverload starts n sessions at once, each in a work directory of its own, waits for all and
+// reports.
+func runOverload(b *testing.B, ctx context.Context, srv *Server, w *overloadWorker, rpcs *RPCs, n int) {
+	b.Helper()
+	w.stamps.Reset()
+	before, err := SettledActions(ctx, srv.MetricsURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	rpcs.Take()
+	cpu0, srv0, err := CPUTimes()
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	prefix := uniq("overload")
+	runs := make([]client.WorkflowRun, n)
+	for i := range runs {
+		dir := filepath.Join(w.workdir, fmt.Sprintf("%s-%d", prefix, i))
+		if err := seedWorkdir(dir); err != nil {
+			b.Fatal(err)
+		}
+		in := contract.SessionInput{Task: fmt.Sprintf("%s task %d", prefix, i), Limits: contract.Limits{MaxTurns: overloadToolTurns + 5}}
+		in.Workdir = dir
+		runs[i], err = w.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("%s-%d", prefix, i), TaskQueue: w.queue}, contract.SessionWorkflow, in)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, run := range runs {
+		if _, err := WaitSession(ctx, run, overloadToolTurns); err != nil {
+			b.Fatal(err)
+		}
+	}
+	wall := time.Since(start)
+	cpu1, srv1, err := CPUTimes()
+	if err != nil {
+		b.Fatal(err)
+	}
+	calls := rpcs.Take()
+	after, err := SettledActions(ctx, srv.MetricsURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	turns := n * (overloadToolTurns + 1)
+	if got := w.stamps.Calls(); got != turns {
+		b.Fatalf("recorded %d model calls, want %d", got, turns)
+	}
+	gaps := w.stamps.Gaps()
+	per := func(d time.Duration) float64 { return Ms(d / time.Duration(turns)) }
+	var byMethod []string
+	for _, m := range slices.Sorted(maps.Keys(calls)) {
+		byMethod = append(byMethod, fmt.Sprintf("%s=%.2f (p50 %.1f ms)", m, float64(len(calls[m]))/float64(turns), Ms(Percentile(calls[m], 0.5))))
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	name := fmt.Sprintf("keel-%d", n)
+	b.ReportMetric(Ms(Percentile(gaps, 0.5)), name+"-p50-ms")
+	b.ReportMetric(per(srv1-srv0), name+"-server-cpu-ms/turn")
+	b.ReportMetric(after.Sub(before).Total/float64(turns), name+"-actions/turn")
+	b.Logf("%s: %d turns in %.1fs; step p50 %.0f ms p90 %.0f ms max %.0f ms; CPU per turn worker %.1f ms, server %.1f ms; actions per turn %.2f; RPCs per turn %s; load %s",
+		name, turns, wall.Seconds(), Ms(Percentile(gaps, 0.5)), Ms(Percentile(gaps, 0.9)), Ms(Percentile(gaps, 1)),
+		per(cpu1-cpu0), per(srv1-srv0), after.Sub(before).Total/float64(turns), strings.Join(byMethod, " "), strings.TrimSpace(string(load)))
+}
