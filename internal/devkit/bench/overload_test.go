@@ -113,7 +113,7 @@ func runOverload(b *testing.B, ctx context.Context, srv *Server, w *overloadWork
 		b.Fatal(err)
 	}
 	rpcs.Take()
-	cpu0, srv0, err := CPUTimes()
+	cpu0, srv0, err := overloadCPU()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func runOverload(b *testing.B, ctx context.Context, srv *Server, w *overloadWork
 		}
 	}
 	wall := time.Since(start)
-	cpu1, srv1, err := CPUTimes()
+	cpu1, srv1, err := overloadCPU()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -165,4 +165,81 @@ func runOverload(b *testing.B, ctx context.Context, srv *Server, w *overloadWork
 	b.Logf("%s: %d turns in %.1fs; step p50 %.0f ms p90 %.0f ms max %.0f ms; CPU per turn worker %.1f ms, server %.1f ms; actions per turn %.2f; RPCs per turn %s; load %s",
 		name, turns, wall.Seconds(), Ms(Percentile(gaps, 0.5)), Ms(Percentile(gaps, 0.9)), Ms(Percentile(gaps, 1)),
 		per(cpu1-cpu0), per(srv1-srv0), after.Sub(before).Total/float64(turns), strings.Join(byMethod, " "), strings.TrimSpace(string(load)))
+	logTurnPhases(b, ctx, w.client, name, runs)
+}
+
+// overloadCPU is CPUTimes, counting every dev server this process started: Keel's server binary
+// is named temporal-server-<key>, which /proc shortens to "temporal-server".
+func overloadCPU() (self, servers time.Duration, err error) {
+	self, _, err = CPUTimes()
+	if err != nil {
+		return 0, 0, err
+	}
+	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		if st, err := ParseProcStat(b); err == nil && st.PPID == os.Getpid() && strings.HasPrefix(st.Comm, "temporal") {
+			servers += st.CPU
+		}
+	}
+	return self, servers, nil
+}
+
+// logTurnPhases reads every session's and turn's history and logs, as medians over the turns,
+// where a turn's time went: workflow tasks waiting for a worker and running, each activity
+// waiting for a worker and running, and the session's time between one turn's end and the next
+// one's start.
+func logTurnPhases(b *testing.B, ctx context.Context, c client.Client, name string, runs []client.WorkflowRun) {
+	b.Helper()
+	var wftWait, wftRun, between, sessWait []time.Duration
+	actWait := map[string][]time.Duration{}
+	actRun := map[string][]time.Duration{}
+	for _, run := range runs {
+		evs, err := History(ctx, c, run.GetID(), run.GetRunID())
+		if err != nil {
+			b.Fatal(err)
+		}
+		between = append(between, BetweenChildren(evs)...)
+		sessWait = append(sessWait, ChildPhases(evs).WFTWait)
+		for _, e := range evs {
+			a := e.GetStartChildWorkflowExecutionInitiatedEventAttributes()
+			if a == nil {
+				continue
+			}
+			child, err := History(ctx, c, a.GetWorkflowId(), "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			p := ChildPhases(child)
+			wftWait, wftRun = append(wftWait, p.WFTWait), append(wftRun, p.WFTRun)
+			scheduled := map[int64]time.Time{}
+			types := map[int64]string{}
+			started := map[int64]time.Time{}
+			for _, ce := range child {
+				at := ce.GetEventTime().AsTime()
+				if sa := ce.GetActivityTaskScheduledEventAttributes(); sa != nil {
+					scheduled[ce.GetEventId()], types[ce.GetEventId()] = at, sa.GetActivityType().GetName()
+				}
+				if sa := ce.GetActivityTaskStartedEventAttributes(); sa != nil {
+					id := sa.GetScheduledEventId()
+					started[id] = at
+					actWait[types[id]] = append(actWait[types[id]], at.Sub(scheduled[id]))
+				}
+				if ca := ce.GetActivityTaskCompletedEventAttributes(); ca != nil {
+					id := ca.GetScheduledEventId()
+					actRun[types[id]] = append(actRun[types[id]], at.Sub(started[id]))
+				}
+			}
+		}
+	}
+	med := func(ds []time.Duration) float64 { return Ms(Percentile(ds, 0.5)) }
+	var acts []string
+	for _, t := range slices.Sorted(maps.Keys(actRun)) {
+		acts = append(acts, fmt.Sprintf("%s wait %.0f run %.0f", t, med(actWait[t]), med(actRun[t])))
+	}
+	b.Logf("%s phases (median ms): turn's workflow tasks wait %.0f run %.0f; %s; session between turns %.0f; session's workflow tasks wait %.0f in all",
+		name, med(wftWait), med(wftRun), strings.Join(acts, "; "), med(between), med(sessWait))
 }
