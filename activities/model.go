@@ -189,12 +189,17 @@ func (a *Activities) stream(ctx context.Context, c modelCall, route gateway.Rout
 			return
 		}
 		n := stream.add(text)
+		publish(ctx, contract.Event{Event: contract.EventDelta, WorkflowID: c.req.SessionID, Turn: c.req.Turn, Text: text, Seq: n})
 		if n == 1 {
 			// The emitted rule's heartbeat: sent at once, so an attempt after a crash knows text
-			// was shown. Later details ride on the liveness heartbeats (keepBeating).
-			activity.RecordHeartbeat(ctx, stream.details())
+			// was shown. Later details ride on the liveness heartbeats (keepBeating). The SDK
+			// sends an activity's first heartbeat in the caller, a round trip to the server, so
+			// it goes from a goroutine of its own and the stream reads on: text reaches a person
+			// only in a heartbeat or the result, so the server knows of what was shown as soon
+			// as anyone can see it, and a watcher gets the first piece with this heartbeat.
+			details := stream.details()
+			go activity.RecordHeartbeat(ctx, details)
 		}
-		publish(ctx, contract.Event{Event: contract.EventDelta, WorkflowID: c.req.SessionID, Turn: c.req.Turn, Text: text, Seq: n})
 	})
 }
 

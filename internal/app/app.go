@@ -281,10 +281,25 @@ func newWorker(c client.Client, queue string, opts worker.Options, hb Heartbeats
 		// A watched call's heartbeats go out at events.interval, not held longer by the SDK.
 		opts.MaxHeartbeatThrottleInterval = min(opts.MaxHeartbeatThrottleInterval, acts.LiveEvery)
 	}
-	w := worker.New(c, queue, opts)
+	w := worker.New(c, queue, withPollerAutoscaling(opts))
 	registerWorkflows(w, session)
 	acts.Register(w)
 	return w
+}
+
+// withPollerAutoscaling lets the worker grow its workflow and activity task pollers with the work
+// waiting (worker.NewPollerBehaviorAutoscaling), where opts sets neither a poller count nor a
+// behaviour. The SDK's default is two pollers of each kind: with tens of sessions on one worker,
+// every turn's workflow tasks (the session's, its child's) and activity tasks wait in the server
+// for one of two long polls to come back, and the wait grows with the sessions.
+func withPollerAutoscaling(opts worker.Options) worker.Options {
+	if opts.MaxConcurrentWorkflowTaskPollers == 0 && opts.WorkflowTaskPollerBehavior == nil {
+		opts.WorkflowTaskPollerBehavior = worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})
+	}
+	if opts.MaxConcurrentActivityTaskPollers == 0 && opts.ActivityTaskPollerBehavior == nil {
+		opts.ActivityTaskPollerBehavior = worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})
+	}
+	return opts
 }
 
 // Wiring is what a worker process serves beyond its configuration: hooks around the tool runner

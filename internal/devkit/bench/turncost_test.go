@@ -590,14 +590,7 @@ func sandboxP50(b *testing.B) {
 func turnCostConcurrency(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), turnCostTimeout)
 	defer cancel()
-	var levels []int
-	for _, f := range strings.Split(*turnCostLevels, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			b.Fatalf("-turncost.levels %q: %q is not a count", *turnCostLevels, f)
-		}
-		levels = append(levels, n)
-	}
+	levels := parseLevels(b, "turncost.levels", *turnCostLevels)
 	r := startCostRig(b, ctx)
 	script := fakegw.BenchScript{Turns: *turnCostSlow, Command: slowCommand, Stream: slowModel}
 	turns := float64(script.Turns + 1)
@@ -697,4 +690,18 @@ func (r *costRig) gather(b *testing.B, keys []string, s fakegw.BenchScript, use 
 		out.iv = append(out.iv, iv...)
 	}
 	return out
+}
+
+// parseLevels reads a flag's comma-separated numbers of sessions at once.
+func parseLevels(b *testing.B, name, value string) []int {
+	b.Helper()
+	var levels []int
+	for f := range strings.SplitSeq(value, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			b.Fatalf("-%s %q: %q is not a count", name, value, f)
+		}
+		levels = append(levels, n)
+	}
+	return levels
 }

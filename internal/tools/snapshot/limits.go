@@ -27,6 +27,8 @@ func (s *Store) refuse(usage, size int64) string {
 		return fmt.Sprintf("this session's snapshots reached their limit of %d MiB (%s)", s.SessionMax>>20, SessionLimitSetting)
 	}
 	if s.TotalMax > 0 {
+		s.totalMu.Lock()
+		defer s.totalMu.Unlock()
 		if s.total < 0 || (s.total+size > s.TotalMax && time.Since(s.totalWhen) > time.Minute) {
 			s.total, s.totalWhen = usageKept(s.Root), time.Now()
 		}
@@ -39,6 +41,8 @@ func (s *Store) refuse(usage, size int64) string {
 
 // grow counts size more bytes in the store.
 func (s *Store) grow(size int64) {
+	s.totalMu.Lock()
+	defer s.totalMu.Unlock()
 	if s.total >= 0 {
 		s.total += size
 	}

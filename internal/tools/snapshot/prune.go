@@ -255,7 +255,9 @@ func (s *Store) Prune(o PruneOptions) (PruneReport, error) {
 		}
 	}
 	removeStaleTemps(s.Root, now)
+	s.totalMu.Lock()
 	s.total = -1
+	s.totalMu.Unlock()
 	rep.After = Usage(s.Root)
 	return rep, nil
 }

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"io/fs"
 	"os"
@@ -84,12 +85,33 @@ type Store struct {
 	// contents are left out of a snapshot (listed as skipped, with Limit saying why).
 	SessionMax, TotalMax int64
 
-	mu sync.Mutex
+	// mu is held by Prune alone and shared by snapshots, which lock their session's stripe: one
+	// session's snapshots are taken one at a time (each goes on from the last), while other
+	// sessions' are taken beside them, so a worker running many sessions does not queue every
+	// tool call behind every other session's walk.
+	mu      sync.RWMutex
+	stripes [sessionStripes]sync.Mutex
+	// totalMu guards total and totalWhen.
+	totalMu sync.Mutex
 	// total is what Root holds as far as this store knows, -1 before it was measured; measured
 	// again when a limit would refuse something and the last count is older than a minute, so
-	// space another process freed (prune) is seen.
+	// space another process freed (prune) is seen. Two sessions storing the same new content at
+	// once both count it, which the next measurement corrects.
 	total     int64
 	totalWhen time.Time
+}
+
+// sessionStripes is how many locks the sessions' snapshots share, by a hash of the session ID.
+const sessionStripes = 64
+
+// lockSession takes the store for one session's snapshot and returns its release.
+func (s *Store) lockSession(session string) (unlock func()) {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(session))
+	stripe := &s.stripes[h.Sum32()%sessionStripes]
+	s.mu.RLock()
+	stripe.Lock()
+	return func() { stripe.Unlock(); s.mu.RUnlock() }
 }
 
 // New is a store of snapshots under root (a folder of Keel's state directory).
@@ -120,8 +142,7 @@ func (s *Store) blobPath(hash string) string {
 // session has a snapshot already: called before the first change a session makes, it keeps the
 // state the session started from, which every turn before that change left as it was.
 func (s *Store) EnsureBase(session, workdir string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lockSession(session)()
 	if turns, err := s.turns(session); err != nil || len(turns) > 0 {
 		return err
 	}
@@ -133,8 +154,7 @@ func (s *Store) EnsureBase(session, workdir string) error {
 // snapshot of the same turn: the last change of a turn is what the turn left). A *LimitError
 // says a size limit left new content out, or the whole snapshot: the manifest returned says what.
 func (s *Store) Take(session string, turn int, workdir string) (Manifest, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lockSession(session)()
 	return s.take(session, turn, workdir)
 }
 

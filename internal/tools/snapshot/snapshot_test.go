@@ -2,8 +2,10 @@ package snapshot
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -154,6 +156,55 @@ func TestStoreRefusesWhatIsNoLongerAFile(t *testing.T) {
 			}
 		case <-time.After(5 * time.Second):
 			t.Fatalf("storing %s blocked", filepath.Base(p))
+		}
+	}
+}
+
+// TestSessionsSnapshotAtOnce takes every turn of many sessions at once, from goroutines of their
+// own (sessions beside one another, and each session's turns racing each other), and checks that
+// every turn's snapshot restores the content written before it.
+func TestSessionsSnapshotAtOnce(t *testing.T) {
+	const sessions, turns = 8, 4
+	s := New(t.TempDir())
+	var wg sync.WaitGroup
+	for i := range sessions {
+		wd := t.TempDir()
+		session := fmt.Sprintf("session-%d", i)
+		if err := s.EnsureBase(session, wd); err != nil {
+			t.Fatal(err)
+		}
+		for turn := 1; turn <= turns; turn++ {
+			if err := os.WriteFile(filepath.Join(wd, fmt.Sprintf("turn-%d.txt", turn)), []byte(session), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				if _, err := s.Take(session, turn, wd); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for i := range sessions {
+		session := fmt.Sprintf("session-%d", i)
+		got, err := s.Turns(session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != turns+1 {
+			t.Fatalf("%s has snapshots of turns %v, want 0 to %d", session, got, turns)
+		}
+		m, err := s.Find(session, turns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(t.TempDir(), "fork")
+		if err := s.Restore(m, dst); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dst, fmt.Sprintf("turn-%d.txt", turns)))
+		if err != nil || string(b) != session {
+			t.Fatalf("%s's last turn restores %q (%v), want %q", session, b, err, session)
 		}
 	}
 }
