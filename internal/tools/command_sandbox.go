@@ -123,7 +123,17 @@ func limitHit(l sandbox.Limits, rep sandbox.Report, o outcome, output string) st
 		}
 		return false
 	}
+	processes := func() string {
+		return fmt.Sprintf("It hit the sandbox's limit on processes (%d at once)."+after+
+			" Start fewer processes at once, or conclude.", l.Processes)
+	}
 	if o.signal == 0 && o.code == 0 {
+		// A command can succeed after forks were refused (a fork bomb that burned out, a
+		// build that ran fewer jobs): the cgroup's count is the only sign left, and the model
+		// should not read the run as unhindered.
+		if rep.ProcessLimit {
+			return processes()
+		}
 		return ""
 	}
 	switch {
@@ -140,8 +150,7 @@ func limitHit(l sandbox.Limits, rep sandbox.Report, o outcome, output string) st
 		return fmt.Sprintf("It ran out of memory under the sandbox's limit (%s per process)."+after+
 			" Use less memory (smaller inputs, fewer things at once), or conclude.", mib(l.Memory))
 	case rep.ProcessLimit || has("resource temporarily unavailable", "cannot fork", "can't fork", "fork: retry"):
-		return fmt.Sprintf("It hit the sandbox's limit on processes (%d at once)."+after+
-			" Start fewer processes at once, or conclude.", l.Processes)
+		return processes()
 	}
 	return ""
 }

@@ -96,6 +96,8 @@ func TestSandboxedFeedback(t *testing.T) {
 		{"daemons", `sh -c 'setsid sleep 1016 >/dev/null 2>&1 &'`, "they were stopped", []string{"1016"}},
 		{"file size", `sh -c 'head -c 2000000 /dev/zero > big'`, "limit on file size (1 MiB per file)", nil},
 		{"processes", `sh -c 'i=0; while [ $i -lt 100 ]; do sleep 1017 & i=$((i+1)); done; wait'`, "limit on processes (64 at once)", []string{"1017"}},
+		{"processes refused, then success", `sh -c '(i=0; while [ $i -lt 100 ]; do sleep 1018 & i=$((i+1)); done) >/dev/null 2>&1; exit 0'`,
+			"limit on processes (64 at once)", []string{"1018"}},
 		{"memory", `awk 'BEGIN { s = "x"; for (i = 0; i < 40; i++) s = s s; print length(s) }'`, "out of memory under the sandbox's limit (256 MiB", nil},
 		{"memory of the command as a whole", `sh -c 'for i in 1 2 3 4; do awk "BEGIN { s = \"x\"; for (i = 0; i < 27; i++) s = s s; system(\"sleep 2\") }" & pids="$pids $!"; done; ` +
 			`for p in $pids; do wait $p || fail=$?; done; exit $fail'`, "more memory than the sandbox's limit (256 MiB for the command as a whole", nil},
