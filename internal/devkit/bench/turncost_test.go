@@ -401,12 +401,7 @@ func (r *costRig) keelRound(b *testing.B, ctx context.Context, s fakegw.BenchScr
 	if err != nil {
 		b.Fatal(err)
 	}
-	run := seqRun{use: use, id: id, times: r.requestTimes(key)}
-	run.iv = intervals(run.times)
-	if len(run.iv) != s.Turns {
-		b.Fatalf("the gateway saw %d turns of session %s, want %d", len(run.iv)+1, id, s.Turns+1)
-	}
-	run.at10, run.atEnd = window(run.iv, 10), window(run.iv, s.Turns)
+	run := r.timedRun(b, use, id, key, s.Turns)
 	parent, children, err := keelHistories(ctx, r.srv.Client(), id, s.Turns+1)
 	if err != nil {
 		b.Fatal(err)
@@ -433,12 +428,7 @@ func (r *costRig) loopRound(b *testing.B, ctx context.Context, s fakegw.BenchScr
 	if err != nil {
 		b.Fatal(err)
 	}
-	run := seqRun{use: use, id: id, times: r.requestTimes(id)}
-	run.iv = intervals(run.times)
-	if len(run.iv) != s.Turns {
-		b.Fatalf("the gateway saw %d turns of loop %s, want %d", len(run.iv)+1, id, s.Turns+1)
-	}
-	run.at10, run.atEnd = window(run.iv, 10), window(run.iv, s.Turns)
+	run := r.timedRun(b, use, id, id, s.Turns)
 	evs, err := History(ctx, r.srv.Client(), id, "")
 	if err != nil {
 		b.Fatal(err)
@@ -704,4 +694,17 @@ func parseLevels(b *testing.B, name, value string) []int {
 		levels = append(levels, n)
 	}
 	return levels
+}
+
+// timedRun is a session's run with its turn times as the gateway saw the requests of key: one
+// interval per tool turn, and the medians at turn 10 and at the last.
+func (r *costRig) timedRun(b *testing.B, use usage, id, key string, turns int) seqRun {
+	b.Helper()
+	run := seqRun{use: use, id: id, times: r.requestTimes(key)}
+	run.iv = intervals(run.times)
+	if len(run.iv) != turns {
+		b.Fatalf("the gateway saw %d turns of %s, want %d", len(run.iv)+1, id, turns+1)
+	}
+	run.at10, run.atEnd = window(run.iv, 10), window(run.iv, turns)
+	return run
 }
