@@ -215,6 +215,9 @@ func TestStandInWorker(t *testing.T) {
 			runtime.LockOSThread() // a thread of its own, as the Go runtime starts them
 			started.Done()
 			<-release
+			// Unlocked, the thread goes back to the runtime: one that exited could be the one
+			// that forked the bomb's init, whose parent-death signal would then kill it.
+			runtime.UnlockOSThread()
 		}()
 	}
 	started.Wait()
@@ -231,9 +234,9 @@ func TestStandInWorker(t *testing.T) {
 	close(release)
 
 	bomb.Stop()
-	_ = bomb.Exec.Wait()
+	werr := bomb.Exec.Wait()
 	if rep, ok := bomb.Report(); !ok || !rep.Started {
-		t.Fatalf("the bomb's report %+v (said %v)", rep, ok)
+		t.Fatalf("the bomb's report %+v (said %v); its init ended %v (%v) and printed:\n%s", rep, ok, bomb.Exec.ProcessState, werr, out)
 	}
 	after, rep := run(t, Config{}, dir, testEnv, "sh", "-c", "echo after")
 	if rep.Code != 0 || strings.TrimSpace(after) != "after" {

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -50,6 +51,7 @@ func runInit() int {
 		_ = json.NewEncoder(report).Encode(signedReport{Nonce: s.Nonce, Report: r})
 		return 0
 	}
+	reserveThreads(spareThreads) // first: moving a process into a cgroup counts the threads it has without refusing them
 	if err := defaultSignals(); err != nil {
 		return say(Report{Problem: err.Error()})
 	}
@@ -91,6 +93,33 @@ func runInit() int {
 	rep := reap(pid)
 	rep.Keyring = keyring
 	return say(rep)
+}
+
+// spareThreads is how many idle threads the init keeps for its runtime: more than it needs at
+// once after the command starts (GOMAXPROCS running Go code, the spec read and the reaper's wait
+// blocked in the kernel), with room to spare.
+const spareThreads = 6
+
+// reserveThreads makes the Go runtime start n threads now and keep them idle. The command's
+// processes count against the same limit as the init's threads (the user's RLIMIT_NPROC, the
+// cgroup's pids.max); once a fork bomb has filled it, a thread the runtime had to create then
+// would fail, and the runtime would abort the init before it could stop the command and report.
+// Each goroutine holds its thread until all n hold one, so the n are distinct; unlocked, they go
+// back to the runtime's idle list rather than exiting.
+func reserveThreads(n int) {
+	var held sync.WaitGroup
+	release := make(chan struct{})
+	for i := 0; i < n; i++ {
+		held.Add(1)
+		go func() {
+			runtime.LockOSThread()
+			held.Done()
+			<-release
+			runtime.UnlockOSThread()
+		}()
+	}
+	held.Wait()
+	close(release)
 }
 
 // The kernel's struct sigaction on amd64 and arm64 is four words (handler, flags, restorer,
