@@ -60,8 +60,11 @@ func (a *Activities) claim(ctx context.Context, key store.LedgerKey, req contrac
 // The outcome is never recorded as shown: the call's tool_result event reaches watchers only in
 // the activity's completion, so a turn that answers the call from the ledger (the completion was
 // lost) shows the result itself.
+//
+// A read run as a local activity records nothing: its turn never asks the ledger about it, since
+// a worker lost mid-read makes the turn run the read again.
 func (a *Activities) settle(ctx context.Context, key store.LedgerKey, req contract.ToolRequest, res contract.ToolResult) bool {
-	if a.Store == nil {
+	if a.Store == nil || activity.GetInfo(ctx).IsLocalActivity {
 		return true
 	}
 	ctx2, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)

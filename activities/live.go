@@ -39,7 +39,8 @@ type liveCallKey struct{}
 func (a *Activities) beginLive(ctx context.Context, watched bool, j *events.Journal, beat func() any) (context.Context, *liveCall) {
 	l := &liveCall{j: j, beat: beat, stop: func() {}, watched: watched}
 	ctx = context.WithValue(ctx, liveCallKey{}, l)
-	if watched && activity.IsActivity(ctx) {
+	// A local activity cannot heartbeat: its result alone carries its events.
+	if watched && activity.IsActivity(ctx) && !activity.GetInfo(ctx).IsLocalActivity {
 		l.stop = every(ctx, a.liveInterval(), func(ctx context.Context) {
 			if j.Unsent() {
 				activity.RecordHeartbeat(ctx, l.details())

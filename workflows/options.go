@@ -56,17 +56,33 @@ func modelCallOptions(turn int, hb time.Duration) workflow.ActivityOptions {
 
 // toolOptions gives a tool activity exactly one attempt: a write may already have happened.
 func toolOptions(call contract.ToolCall, policy contract.ToolPolicy, hb time.Duration) workflow.ActivityOptions {
-	timeout := policy.CommandTimeout.Std()
-	if timeout <= 0 {
-		timeout = contract.DefaultCommandTimeout
-	}
 	return workflow.ActivityOptions{
-		StartToCloseTimeout: timeout + 30*time.Second,
+		StartToCloseTimeout: toolTimeout(policy),
 		HeartbeatTimeout:    heartbeatTimeout(hb),
 		WaitForCancellation: true,
 		Summary:             toolSummary(call),
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 	}
+}
+
+// readOptions give a read run as a local activity one attempt too: a read that failed is
+// answered at once, and the model decides whether to send it again.
+func readOptions(call contract.ToolCall, policy contract.ToolPolicy) workflow.LocalActivityOptions {
+	return workflow.LocalActivityOptions{
+		ScheduleToCloseTimeout: toolTimeout(policy),
+		Summary:                toolSummary(call),
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+	}
+}
+
+// toolTimeout bounds one tool call: the session's command timeout, or the default, and 30 s for
+// what the activity does around the tool.
+func toolTimeout(policy contract.ToolPolicy) time.Duration {
+	timeout := policy.CommandTimeout.Std()
+	if timeout <= 0 {
+		timeout = contract.DefaultCommandTimeout
+	}
+	return timeout + 30*time.Second
 }
 
 // ledgerOptions read the ledger of side effects: a read, so retried a few times, and bounded so

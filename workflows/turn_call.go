@@ -109,6 +109,9 @@ func (t *turn) gateAndRun(ctx workflow.Context, call contract.ToolCall, spec con
 		t.refuseOpen(call, key)
 		return nil
 	}
+	if toolspec.OnlyReads(spec) && workflow.GetVersion(ctx, versionLocalReads, workflow.DefaultVersion, 1) == 1 {
+		return t.runRead(ctx, call, key)
+	}
 	return t.runTool(ctx, call, spec.Server, key)
 }
 
@@ -131,13 +134,9 @@ func (t *turn) refuseOpen(call contract.ToolCall, key string) {
 // breaker how the call ended (cancellations are not counted).
 func (t *turn) runTool(ctx workflow.Context, call contract.ToolCall, server, key string) error {
 	actx := workflow.WithActivityOptions(ctx, toolOptions(call, t.in.Policy, t.in.HeartbeatTimeout.Std()))
-	req := contract.ToolRequest{
-		SessionID: t.in.SessionID, Turn: t.in.Turn, Call: call, ToolSettings: t.in.ToolSettings, Sinks: t.in.Sinks, Watched: t.in.Watched, Server: server,
-	}
-	req.Policy = t.in.Policy.ForTools()
 	var res contract.ToolResult
 	t.stepTo(ctx, &call)
-	err := workflow.ExecuteActivity(actx, contract.RunToolActivity, req).Get(actx, &res)
+	err := workflow.ExecuteActivity(actx, contract.RunToolActivity, t.toolRequest(call, server)).Get(actx, &res)
 	t.res.Counters.ToolCalls++
 	if err != nil {
 		if ctx.Err() != nil || isCanceled(err) {
@@ -153,6 +152,36 @@ func (t *turn) runTool(ctx workflow.Context, call contract.ToolCall, server, key
 	}
 	t.answer(ctx, call, server, key, res)
 	return nil
+}
+
+// runRead runs a built-in tool that only reads as a local activity: no activity task, no
+// workflow task after it, no ledger. A worker lost mid-read retries the workflow task, which
+// runs the read again: harmless, since it changed nothing. A read that failed is answered as
+// interrupted, which says it changed nothing.
+func (t *turn) runRead(ctx workflow.Context, call contract.ToolCall, key string) error {
+	lctx := workflow.WithLocalActivityOptions(ctx, readOptions(call, t.in.Policy))
+	var res contract.ToolResult
+	t.stepTo(ctx, &call)
+	err := workflow.ExecuteLocalActivity(lctx, contract.RunToolActivity, t.toolRequest(call, "")).Get(lctx, &res)
+	t.res.Counters.ToolCalls++
+	switch {
+	case err == nil:
+		t.answer(ctx, call, "", key, res)
+	case ctx.Err() != nil || isCanceled(err):
+		return temporal.NewCanceledError()
+	default:
+		t.outcomeUnknown(ctx, call, "", key)
+	}
+	return nil
+}
+
+// toolRequest is what the tool activity of call gets.
+func (t *turn) toolRequest(call contract.ToolCall, server string) contract.ToolRequest {
+	req := contract.ToolRequest{
+		SessionID: t.in.SessionID, Turn: t.in.Turn, Call: call, ToolSettings: t.in.ToolSettings, Sinks: t.in.Sinks, Watched: t.in.Watched, Server: server,
+	}
+	req.Policy = t.in.Policy.ForTools()
+	return req
 }
 
 // answer feeds a call's result back, tells an MCP tool's breaker how it went and escalates what

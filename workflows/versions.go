@@ -61,4 +61,8 @@ const (
 	// heartbeat their live events. Asked at a session's first lease; unwatched sessions never
 	// ask, and a session from before it ignores the signal.
 	versionLiveWatch = "live-watch"
+	// versionLocalReads: a built-in tool that only reads (read_file, list_dir, search) runs as a
+	// local activity in the turn's workflow task, its result recorded in a marker, not as an
+	// activity of its own. Asked at a turn's first such call, so turns without one record nothing.
+	versionLocalReads = "local-reads"
 )

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/keelrun/keel/internal/contract"
+	"github.com/keelrun/keel/internal/events"
 )
 
 func attemptsCmd(g *globals) *cobra.Command {
@@ -191,6 +192,9 @@ func activityRows(ctx context.Context, c client.Client, turnID string) ([]attemp
 				}
 			}
 		}
+		if la, ok := events.LocalActivityOf(ev); ok {
+			order = append(order, localRow(ev, la, turn))
+		}
 		settle(ev, byID)
 	}
 	rows := make([]attemptRow, len(order))
@@ -198,6 +202,20 @@ func activityRows(ctx context.Context, c client.Client, turnID string) ([]attemp
 		rows[i] = *r
 	}
 	return rows, nil
+}
+
+// localRow is the row of an activity the turn ran as a local activity (a read): its one marker
+// says what ran and how it ended.
+func localRow(ev *historypb.HistoryEvent, la events.LocalActivity, turn string) *attemptRow {
+	name := la.Type
+	if name == "" {
+		name = "local activity"
+	}
+	r := &attemptRow{At: ev.GetEventTime().AsTime(), Turn: turn, Activity: activityLabel(ev, name), Attempts: max(la.Attempt, 1), Outcome: "completed"}
+	if f := la.Failure; f != nil {
+		r.Outcome, r.Class = "failed: "+clip(f.GetMessage(), 80), failureClass(f)
+	}
+	return r
 }
 
 // settle records how an activity ended.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -205,6 +207,10 @@ func (f *follower) followRun(ctx context.Context, workflowID, runID string, from
 			case enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
 				a := ev.GetActivityTaskTimedOutEventAttributes()
 				f.ended(ctx, r, a.GetScheduledEventId(), a.GetFailure().GetTimeoutFailureInfo().GetLastHeartbeatDetails())
+			case enumspb.EVENT_TYPE_MARKER_RECORDED:
+				if ev.GetEventId() > attached {
+					f.recorded(ctx, r, ev)
+				}
 			case enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
 				a := ev.GetChildWorkflowExecutionStartedEventAttributes()
 				if a.GetWorkflowType().GetName() == contract.TurnWorkflow && !ended[a.GetInitiatedEventId()] {
@@ -281,6 +287,18 @@ func (f *follower) ended(ctx context.Context, r *runState, scheduled int64, p *c
 	a := r.pending[i]
 	r.pending = append(r.pending[:i], r.pending[i+1:]...)
 	f.deliver(ctx, r.key(a.activityID), f.decode(ctx, p))
+}
+
+// recorded delivers the events a local activity's result carries: all at once, since a local
+// activity has no heartbeats, once the workflow task that ran it completed.
+func (f *follower) recorded(ctx context.Context, r *runState, ev *historypb.HistoryEvent) {
+	la, ok := LocalActivityOf(ev)
+	if !ok {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deliver(ctx, r.key("marker-"+strconv.FormatInt(ev.GetEventId(), 10)), f.decode(ctx, la.Result))
 }
 
 // pollHeartbeats reads the heartbeat details of the first running activity of r while there is

@@ -73,6 +73,8 @@ func TestRecordHistories(t *testing.T) {
 		{name: "say", args: []string{"--inject", "long_command"}, steer: sayWhileRunning, status: contract.StatusCompleted},
 		{name: "interrupt", args: []string{"--inject", "long_command"}, steer: interruptWhileRunning, status: contract.StatusCompleted},
 		{name: "compaction", args: []string{"--context-tokens", "100"}, status: contract.StatusCompleted},
+		// The plain run again, its reads run as local activities (versionLocalReads).
+		{name: "reads", status: contract.StatusCompleted},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

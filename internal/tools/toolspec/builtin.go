@@ -204,6 +204,13 @@ func specsOf(rows []Tool) []contract.ToolSpec {
 	return out
 }
 
+// OnlyReads says whether spec is a built-in tool that only reads the work directory (not the
+// delegate tool, which starts a session): running such a call again changes nothing, so it may
+// run where a lost worker means it runs twice.
+func OnlyReads(spec contract.ToolSpec) bool {
+	return spec.Server == "" && !spec.Writes && spec.Name != Delegate
+}
+
 // Lookup finds a tool by name. The list is searched in order, so the first of two tools with the
 // same name wins, as it does for the model.
 func Lookup(specs []contract.ToolSpec, name string) (contract.ToolSpec, bool) {
