@@ -75,6 +75,8 @@ type session struct {
 	// the wait in progress, for the status query.
 	usageWaits bool
 	wait       *contract.UsageWait
+	// localReads says this run's turns run reads as local activities (versionLocalReads).
+	localReads bool
 
 	// tripped is the limit the session's tree crossed while a turn ran (delegate.go), or "".
 	tripped string
@@ -90,6 +92,7 @@ func newSession(ctx workflow.Context, in contract.SessionInput) *session {
 	}
 	s.initSearchKey(ctx)
 	s.usageWaits = workflow.GetVersion(ctx, versionUsageWait, workflow.DefaultVersion, 1) == 1
+	s.localReads = workflow.GetVersion(ctx, versionLocalReads, workflow.DefaultVersion, 1) == 1
 	for _, w := range in.Watchers {
 		s.takeWatch(ctx, w)
 	}
@@ -324,6 +327,7 @@ func (s *session) turnInput(ctx workflow.Context, turn int) contract.TurnInput {
 	in.Sinks = s.sinks
 	in.Watched = s.watched(ctx)
 	in.WaitLimits = s.usageWaits
+	in.LocalReads = s.localReads
 	in.Delegate = s.delegateContext(ctx)
 	return in
 }

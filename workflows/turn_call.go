@@ -109,7 +109,7 @@ func (t *turn) gateAndRun(ctx workflow.Context, call contract.ToolCall, spec con
 		t.refuseOpen(call, key)
 		return nil
 	}
-	if toolspec.OnlyReads(spec) && workflow.GetVersion(ctx, versionLocalReads, workflow.DefaultVersion, 1) == 1 {
+	if toolspec.OnlyReads(spec) && t.in.LocalReads {
 		return t.runRead(ctx, call, key)
 	}
 	return t.runTool(ctx, call, spec.Server, key)

@@ -63,6 +63,8 @@ const (
 	versionLiveWatch = "live-watch"
 	// versionLocalReads: a built-in tool that only reads (read_file, list_dir, search) runs as a
 	// local activity in the turn's workflow task, its result recorded in a marker, not as an
-	// activity of its own. Asked at a turn's first such call, so turns without one record nothing.
+	// activity of its own. Asked in the run's first workflow task and passed to every turn
+	// (TurnInput.LocalReads): a marker in each turn would cost each an upsert of the
+	// TemporalChangeVersion search attribute, which the SDK makes with every new marker.
 	versionLocalReads = "local-reads"
 )

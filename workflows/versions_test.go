@@ -44,7 +44,8 @@ func TestEveryMarkerHasItsFixtures(t *testing.T) {
 		{versionPushBranch, "plain-session", ""},
 		// Asked at a session's first watcher's lease; no watched session is recorded.
 		{versionLiveWatch, "plain-session", ""},
-		{versionLocalReads, "plain-turn-1", "reads-turn-1"},
+		// Asked at every run's start; the turns learn it from their input.
+		{versionLocalReads, "plain-session", "reads-session"},
 	}
 	for _, c := range cases {
 		t.Run(c.marker, func(t *testing.T) {

@@ -112,7 +112,7 @@ func goldenPayloads() []struct {
 			SessionID: "wf-1", Turn: 3, TranscriptRef: TranscriptRef{Head: "node-9", Pending: goldenMsgs}, BuiltinTools: "sha256:tools",
 			Tools: []ToolSpec{goldenTool}, Settings: goldenSettings, Guards: goldenGuards,
 			Resume: []ToolCall{goldenCall}, Approved: &ApprovalDecision{CallID: "call_1", Digest: "abc123", Approve: true, By: "ana", Reason: "too broad", AllowFor: AllowCommand},
-			Compaction: goldenCompaction, Status: goldenStatus, Watched: true,
+			Compaction: goldenCompaction, Status: goldenStatus, Watched: true, LocalReads: true,
 			Delegate: &DelegateContext{SystemPrompt: "be brief", Left: goldenLimits, Escalation: goldenEscPolicy,
 				GitHub: &GitHubContext{Repo: "keelrun/keel", PR: 22, Commit: "ab09ab4"}, Ancestors: []string{"wf-0", "wf-1"}, Path: []string{"fix the build"}},
 		}},
