@@ -77,6 +77,9 @@ type session struct {
 	wait       *contract.UsageWait
 	// localReads says this run's turns run reads as local activities (versionLocalReads).
 	localReads bool
+	// runStart says this run recorded versionRunStart in its first workflow task, so it takes
+	// every change that marker stands for without asking each one's own.
+	runStart bool
 
 	// tripped is the limit the session's tree crossed while a turn ran (delegate.go), or "".
 	tripped string
@@ -90,9 +93,10 @@ func newSession(ctx workflow.Context, in contract.SessionInput) *session {
 		s.state.StartedAt = workflow.Now(ctx)
 		s.state.Pending = initialMessages(in)
 	}
+	s.runStart = workflow.GetVersion(ctx, versionRunStart, workflow.DefaultVersion, 1) == 1
 	s.initSearchKey(ctx)
-	s.usageWaits = workflow.GetVersion(ctx, versionUsageWait, workflow.DefaultVersion, 1) == 1
-	s.localReads = workflow.GetVersion(ctx, versionLocalReads, workflow.DefaultVersion, 1) == 1
+	s.usageWaits = s.runStart || workflow.GetVersion(ctx, versionUsageWait, workflow.DefaultVersion, 1) == 1
+	s.localReads = s.runStart || workflow.GetVersion(ctx, versionLocalReads, workflow.DefaultVersion, 1) == 1
 	for _, w := range in.Watchers {
 		s.takeWatch(ctx, w)
 	}
@@ -120,7 +124,7 @@ func (s *session) listTools(ctx workflow.Context) error {
 			s.state.Tools = toolspec.WithoutDelegate(s.state.Tools)
 		}
 	}()
-	if workflow.GetVersion(ctx, versionListTools, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !s.runStart && workflow.GetVersion(ctx, versionListTools, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		s.state.Tools = toolspec.PreListing()
 		return nil
 	}
@@ -217,7 +221,7 @@ func (s *session) run(ctx workflow.Context) (contract.Summary, error) {
 				return s.finish(ctx, sum)
 			}
 		case res.Final:
-			if s.in.Goal != nil && s.in.Goal.Check != "" && workflow.GetVersion(ctx, versionGoal, workflow.DefaultVersion, 1) == 1 {
+			if s.in.Goal != nil && s.in.Goal.Check != "" && (s.runStart || workflow.GetVersion(ctx, versionGoal, workflow.DefaultVersion, 1) == 1) {
 				sum, done, again := s.checkGoal(ctx, turn, deadline)
 				if done {
 					return s.finish(ctx, sum)
@@ -376,7 +380,7 @@ func (s *session) finish(ctx workflow.Context, sum contract.Summary) (contract.S
 	if sum.Status == contract.StatusCompleted {
 		return sum, nil
 	}
-	if workflow.GetVersion(ctx, versionTypedEnds, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !s.runStart && workflow.GetVersion(ctx, versionTypedEnds, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return sum, nil
 	}
 	return sum, contract.EndError(sum)
@@ -388,7 +392,7 @@ func (s *session) finish(ctx workflow.Context, sum contract.Summary) (contract.S
 // rather than failing the session. Sessions whose histories predate it (version
 // DefaultVersion) end as they did.
 func (s *session) reviewChanges(ctx workflow.Context) *contract.Changes {
-	if s.in.Workdir == "" || workflow.GetVersion(ctx, versionReviewChanges, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if s.in.Workdir == "" || !s.runStart && workflow.GetVersion(ctx, versionReviewChanges, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return nil
 	}
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
@@ -409,7 +413,7 @@ func (s *session) reviewChanges(ctx workflow.Context) *contract.Changes {
 // the summary, never the session's result. Sub-agents work in their parent's workspace, which
 // the parent pushes.
 func (s *session) pushBranch(ctx workflow.Context, sum contract.Summary) *contract.Branch {
-	if s.in.Source == nil || s.in.Delegation != nil || workflow.GetVersion(ctx, versionPushBranch, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if s.in.Source == nil || s.in.Delegation != nil || !s.runStart && workflow.GetVersion(ctx, versionPushBranch, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return nil
 	}
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID

@@ -67,4 +67,12 @@ const (
 	// (TurnInput.LocalReads): a marker in each turn would cost each an upsert of the
 	// TemporalChangeVersion search attribute, which the SDK makes with every new marker.
 	versionLocalReads = "local-reads"
+	// versionRunStart: one marker in a run's first workflow task stands for every change above a
+	// session meets (search-on-change, usage-wait, local-reads, list-tools, live-watch, compaction,
+	// say, goal, allow-session, review-changes, typed-ends, push-branch): a run that recorded it
+	// asks none of their own. The SDK upserts the TemporalChangeVersion search attribute with each
+	// new marker, a billed action, so a new session paid six at its start and its end. Runs from
+	// before it ask each marker as they did. The next change a session takes raises this marker's
+	// version, rather than adding one; the turns' changes keep their own markers.
+	versionRunStart = "run-start"
 )

@@ -46,6 +46,9 @@ func TestEveryMarkerHasItsFixtures(t *testing.T) {
 		{versionLiveWatch, "plain-session", ""},
 		// Asked at every run's start; the turns learn it from their input.
 		{versionLocalReads, "plain-session", "reads-session"},
+		// Asked at every run's start; the other markers of a session are asked only by runs
+		// from before it.
+		{versionRunStart, "reads-session", "run-start-session"},
 	}
 	for _, c := range cases {
 		t.Run(c.marker, func(t *testing.T) {
@@ -56,6 +59,19 @@ func TestEveryMarkerHasItsFixtures(t *testing.T) {
 				t.Errorf("%s does not record %q", c.since, c.marker)
 			}
 		})
+	}
+}
+
+// TestRunStartAsksNoOtherSessionMarker: a run that recorded versionRunStart takes the session's
+// changes without their markers, each of which would cost an upsert of TemporalChangeVersion.
+func TestRunStartAsksNoOtherSessionMarker(t *testing.T) {
+	folded := []string{versionSearchOnChange, versionUsageWait, versionLocalReads, versionListTools,
+		versionLiveWatch, versionCompaction, versionSay, versionGoal, versionAllowSession,
+		versionReviewChanges, versionTypedEnds, versionPushBranch}
+	for _, marker := range folded {
+		if holdsMarker(t, "run-start-session", marker) {
+			t.Errorf("run-start-session records %q, which run-start stands for", marker)
+		}
 	}
 }
 

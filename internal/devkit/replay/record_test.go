@@ -75,6 +75,9 @@ func TestRecordHistories(t *testing.T) {
 		{name: "compaction", args: []string{"--context-tokens", "100"}, status: contract.StatusCompleted},
 		// The plain run again, its reads run as local activities (versionLocalReads).
 		{name: "reads", status: contract.StatusCompleted},
+		// The plain run again, the changes a session takes asked once in one marker
+		// (versionRunStart).
+		{name: "run-start", status: contract.StatusCompleted},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
