@@ -136,8 +136,8 @@ func (s *session) searchKey() searchKey {
 
 // initSearchKey starts from the search attributes the run already has (KeelStatus set when the
 // session was started), so the first turn's upsert is skipped when it would change nothing that
-// matters. The version is asked for here, in the run's first workflow task beside list-tools', so
-// its marker costs no action of its own; sessions started before it upsert after every turn, and
+// matters. Runs that recorded run-start take search-on-change without a marker; older runs ask it
+// here, in their first workflow task; sessions started before it upsert after every turn, and
 // their histories replay.
 func (s *session) initSearchKey(ctx workflow.Context) {
 	s.searchOnChange = s.runStart || workflow.GetVersion(ctx, versionSearchOnChange, workflow.DefaultVersion, 1) == 1

@@ -75,7 +75,8 @@ type session struct {
 	// the wait in progress, for the status query.
 	usageWaits bool
 	wait       *contract.UsageWait
-	// localReads says this run's turns run reads as local activities (versionLocalReads).
+	// localReads says this run's turns run reads as local activities (versionRunStart, or
+	// versionLocalReads in older runs).
 	localReads bool
 	// runStart says this run recorded versionRunStart in its first workflow task, so it takes
 	// every change that marker stands for without asking each one's own.

@@ -71,8 +71,8 @@ const (
 	// session meets (search-on-change, usage-wait, local-reads, list-tools, live-watch, compaction,
 	// say, goal, allow-session, review-changes, typed-ends, push-branch): a run that recorded it
 	// asks none of their own. The SDK upserts the TemporalChangeVersion search attribute with each
-	// new marker, a billed action, so a new session paid six at its start and its end. Runs from
-	// before it ask each marker as they did. The next change a session takes raises this marker's
-	// version, rather than adding one; the turns' changes keep their own markers.
+	// new marker, a billed action, so one marker a run is one upsert. Runs from before it ask each
+	// marker as they did. The next change a session takes raises this marker's version, rather
+	// than adding one; the turns' changes keep their own markers.
 	versionRunStart = "run-start"
 )

@@ -32,8 +32,8 @@ type TurnInput struct {
 	// Watched says a watcher held a lease on the session's live events as the turn started
 	// (SignalWatch): its activities then heartbeat their recent events at events.interval.
 	Watched bool `json:"watched,omitempty"`
-	// LocalReads says the turn runs the tools that only read as local activities (the session's
-	// local-reads version, asked once per run so that its turns record no marker of their own).
+	// LocalReads says the turn runs the tools that only read as local activities (decided by the
+	// session's version markers once per run, so that its turns record no marker of their own).
 	LocalReads bool `json:"local_reads,omitempty"`
 	// Delegate is set while the session may start sub-agents (the delegate tool).
 	Delegate *DelegateContext `json:"delegate,omitempty"`
