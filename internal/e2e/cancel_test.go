@@ -8,44 +8,51 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
 	"github.com/keelrun/keel/internal/app"
 	"github.com/keelrun/keel/internal/contract"
 	"github.com/keelrun/keel/internal/devkit/fakegw"
 	"github.com/keelrun/keel/internal/devkit/testenv"
 )
 
-// cancelWays are the ways a person stops a session, each with one behaviour.
+// cancelWays are the ways a person stops a session, each with one behaviour. A way may run beside
+// the test's goroutine (`starter cancel` returns only once the session ended), so it reports a
+// failure with Error, not Fatal.
 var cancelWays = []struct {
 	name   string
 	cancel func(t testing.TB, l *liveRun, wid string)
 }{
 	{"SIGINT to the starter", func(t testing.TB, l *liveRun, _ string) {
 		if err := l.cmd.Process.Signal(os.Interrupt); err != nil {
-			t.Fatal(err)
+			t.Error(err)
 		}
 	}},
 	{"starter cancel", func(t testing.TB, _ *liveRun, wid string) {
 		cmd := exec.Command(starter, "cancel", wid)
 		cmd.Env = env.StarterEnv(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("starter cancel: %v\n%s", err, out)
+			t.Errorf("starter cancel: %v\n%s", err, out)
 		}
 	}},
 	{"cancel signal", func(t testing.TB, _ *liveRun, wid string) {
 		err := env.Client().SignalWorkflow(context.Background(), wid, "", contract.SignalCancel, contract.CancelRequest{Reason: "test", By: "slack:U1"})
 		if err != nil {
-			t.Fatal(err)
+			t.Error(err)
 		}
 	}},
 	{"Web UI cancel (native cancellation)", func(t testing.TB, _ *liveRun, wid string) {
 		if err := env.Client().CancelWorkflow(context.Background(), wid, ""); err != nil {
-			t.Fatal(err)
+			t.Error(err)
 		}
 	}},
 }
 
-// TestCancelLongCommand: a running `sleep 15` is gone within a second of the cancel, whichever way
-// the cancel came, the session ends cancelled and the starter exits 130.
+// TestCancelLongCommand: a running `sleep 15` is gone within a second of the cancel reaching the
+// session, whichever way it came, the session ends cancelled and the starter exits 130. The
+// second counts from the cancel in the session's history: before it, a `starter cancel` process
+// starts and connects, which takes what the machine gives it (over a second with two CPU burners
+// beside the suite); that time is logged.
 func TestCancelLongCommand(t *testing.T) {
 	for _, way := range cancelWays {
 		t.Run(way.name, func(t *testing.T) {
@@ -62,15 +69,23 @@ func TestCancelLongCommand(t *testing.T) {
 				t.Fatal("the sleep command never ran")
 			}
 			cancelled := time.Now()
-			way.cancel(t, l, wid)
-			if !waitFor(5*time.Second, func() bool { return len(processesIn(ws, "sleep", "15")) == 0 }) {
+			sent := make(chan struct{})
+			go func() {
+				defer close(sent)
+				way.cancel(t, l, wid)
+			}()
+			gone := waitFor(5*time.Second, func() bool { return len(processesIn(ws, "sleep", "15")) == 0 })
+			reaped := time.Now()
+			<-sent
+			if !gone {
 				t.Fatalf("sleep 15 still alive 5 s after the cancel: %v", processesIn(ws, "sleep", "15"))
 			}
-			reaped := time.Since(cancelled)
 			r := l.finish()
-			t.Logf("cancel to reaped: %s", reaped.Round(time.Millisecond))
-			if reaped > time.Second {
-				t.Errorf("the command outlived the cancel by %s, want at most 1 s", reaped)
+			arrived := cancelArrived(t, wid)
+			t.Logf("cancel to reaped: %s, %s of it before the cancel reached the session",
+				reaped.Sub(cancelled).Round(time.Millisecond), arrived.Sub(cancelled).Round(time.Millisecond))
+			if d := reaped.Sub(arrived); d > time.Second {
+				t.Errorf("the command outlived the cancel by %s after it reached the session, want at most 1 s", d)
 			}
 			if r.Code != 130 || r.Summary.Status != contract.StatusCancelled {
 				t.Fatalf("exit %d, status %q; want 130 and cancelled\nstderr: %s", r.Code, r.Summary.Status, r.Stderr)
@@ -83,6 +98,27 @@ func TestCancelLongCommand(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cancelArrived is when the session's history recorded its cancel: the cancel signal or
+// Temporal's own cancel request.
+func cancelArrived(t *testing.T, wid string) time.Time {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	it := env.Client().GetWorkflowHistory(ctx, wid, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatalf("reading the history of %s: %v", wid, err)
+		}
+		if ev.GetWorkflowExecutionCancelRequestedEventAttributes() != nil ||
+			ev.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == contract.SignalCancel {
+			return ev.GetEventTime().AsTime()
+		}
+	}
+	t.Fatalf("the history of %s records no cancel", wid)
+	return time.Time{}
 }
 
 // TestCancelSlowStream: a cancel during a slow model stream closes the HTTP connection (the gateway
