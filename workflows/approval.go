@@ -54,7 +54,7 @@ func (s *session) awaitApproval(ctx workflow.Context, a contract.Approval, durat
 	verdict := "denied (no answer before the deadline)"
 	if dec != nil && dec.Approve {
 		verdict = "approved by " + dec.By
-		if dec.AllowFor != "" && (s.runStart || workflow.GetVersion(ctx, versionAllowSession, workflow.DefaultVersion, 1) == 1) {
+		if dec.AllowFor != "" && s.takes(ctx, versionAllowSession) {
 			// The marker only where a person allowed more: decisions before it replay as they ran.
 			verdict += ", " + s.allow(allowanceFor(a, *dec))
 		}

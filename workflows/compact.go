@@ -20,7 +20,7 @@ func (s *session) shouldCompact() bool {
 // again. A compaction that fails is reported and skipped: the session goes on with the whole
 // transcript, and the next model call fails on its own if it no longer fits.
 func (s *session) compact(ctx workflow.Context, deadline workflow.Future) bool {
-	if !s.shouldCompact() || !s.runStart && workflow.GetVersion(ctx, versionCompaction, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !s.shouldCompact() || !s.takes(ctx, versionCompaction) {
 		return false
 	}
 	s.state.CompactAt = s.state.Turns + contract.CompactEveryTurns

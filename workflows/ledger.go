@@ -140,7 +140,7 @@ func (s *session) searchKey() searchKey {
 // here, in their first workflow task; sessions started before it upsert after every turn, and
 // their histories replay.
 func (s *session) initSearchKey(ctx workflow.Context) {
-	s.searchOnChange = s.runStart || workflow.GetVersion(ctx, versionSearchOnChange, workflow.DefaultVersion, 1) == 1
+	s.searchOnChange = s.takes(ctx, versionSearchOnChange)
 	status, _ := workflow.GetTypedSearchAttributes(ctx).GetKeyword(contract.StatusKey)
 	s.lastSearch = searchKey{status: status, pending: status == contract.StatusWaiting, bucket: s.state.Turns / searchRefreshTurns}
 }

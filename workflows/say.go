@@ -90,7 +90,7 @@ func (s *session) drainSay(ctx workflow.Context) {
 // turn's input is recorded in history, so a message is delivered exactly once, also when a worker
 // dies or the session continues as new (the inbox travels in the carried state).
 func (s *session) deliverInbox(ctx workflow.Context) {
-	if len(s.state.Inbox) == 0 || !s.runStart && workflow.GetVersion(ctx, versionSay, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if len(s.state.Inbox) == 0 || !s.takes(ctx, versionSay) {
 		return
 	}
 	s.state.Pending = append(s.state.Pending, s.state.Inbox...)
@@ -111,5 +111,5 @@ func (s *session) holdForInbox(ctx workflow.Context) bool {
 		}
 		s.closing = false
 	}
-	return s.runStart || workflow.GetVersion(ctx, versionSay, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+	return s.takes(ctx, versionSay)
 }

@@ -96,8 +96,8 @@ func newSession(ctx workflow.Context, in contract.SessionInput) *session {
 	}
 	s.runStart = workflow.GetVersion(ctx, versionRunStart, workflow.DefaultVersion, 1) == 1
 	s.initSearchKey(ctx)
-	s.usageWaits = s.runStart || workflow.GetVersion(ctx, versionUsageWait, workflow.DefaultVersion, 1) == 1
-	s.localReads = s.runStart || workflow.GetVersion(ctx, versionLocalReads, workflow.DefaultVersion, 1) == 1
+	s.usageWaits = s.takes(ctx, versionUsageWait)
+	s.localReads = s.takes(ctx, versionLocalReads)
 	for _, w := range in.Watchers {
 		s.takeWatch(ctx, w)
 	}
@@ -125,7 +125,7 @@ func (s *session) listTools(ctx workflow.Context) error {
 			s.state.Tools = toolspec.WithoutDelegate(s.state.Tools)
 		}
 	}()
-	if !s.runStart && workflow.GetVersion(ctx, versionListTools, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !s.takes(ctx, versionListTools) {
 		s.state.Tools = toolspec.PreListing()
 		return nil
 	}
@@ -222,7 +222,7 @@ func (s *session) run(ctx workflow.Context) (contract.Summary, error) {
 				return s.finish(ctx, sum)
 			}
 		case res.Final:
-			if s.in.Goal != nil && s.in.Goal.Check != "" && (s.runStart || workflow.GetVersion(ctx, versionGoal, workflow.DefaultVersion, 1) == 1) {
+			if s.in.Goal != nil && s.in.Goal.Check != "" && s.takes(ctx, versionGoal) {
 				sum, done, again := s.checkGoal(ctx, turn, deadline)
 				if done {
 					return s.finish(ctx, sum)
@@ -381,7 +381,7 @@ func (s *session) finish(ctx workflow.Context, sum contract.Summary) (contract.S
 	if sum.Status == contract.StatusCompleted {
 		return sum, nil
 	}
-	if !s.runStart && workflow.GetVersion(ctx, versionTypedEnds, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !s.takes(ctx, versionTypedEnds) {
 		return sum, nil
 	}
 	return sum, contract.EndError(sum)
@@ -393,7 +393,7 @@ func (s *session) finish(ctx workflow.Context, sum contract.Summary) (contract.S
 // rather than failing the session. Sessions whose histories predate it (version
 // DefaultVersion) end as they did.
 func (s *session) reviewChanges(ctx workflow.Context) *contract.Changes {
-	if s.in.Workdir == "" || !s.runStart && workflow.GetVersion(ctx, versionReviewChanges, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if s.in.Workdir == "" || !s.takes(ctx, versionReviewChanges) {
 		return nil
 	}
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
@@ -414,7 +414,7 @@ func (s *session) reviewChanges(ctx workflow.Context) *contract.Changes {
 // the summary, never the session's result. Sub-agents work in their parent's workspace, which
 // the parent pushes.
 func (s *session) pushBranch(ctx workflow.Context, sum contract.Summary) *contract.Branch {
-	if s.in.Source == nil || s.in.Delegation != nil || !s.runStart && workflow.GetVersion(ctx, versionPushBranch, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if s.in.Source == nil || s.in.Delegation != nil || !s.takes(ctx, versionPushBranch) {
 		return nil
 	}
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID

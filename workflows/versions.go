@@ -1,5 +1,7 @@
 package workflows
 
+import "go.temporal.io/sdk/workflow"
+
 // The version markers of every change to what a running session or turn does, in one place (see
 // CONTRIBUTING, "What changes running sessions", and docs/operations.md, "Versioning"). Each is a
 // workflow.GetVersion change ID that recorded histories carry, so a name is never reused or
@@ -67,12 +69,18 @@ const (
 	// (TurnInput.LocalReads): a marker in each turn would cost each an upsert of the
 	// TemporalChangeVersion search attribute, which the SDK makes with every new marker.
 	versionLocalReads = "local-reads"
-	// versionRunStart: one marker in a run's first workflow task stands for every change above a
-	// session meets (search-on-change, usage-wait, local-reads, list-tools, live-watch, compaction,
-	// say, goal, allow-session, review-changes, typed-ends, push-branch): a run that recorded it
-	// asks none of their own. The SDK upserts the TemporalChangeVersion search attribute with each
-	// new marker, a billed action, so one marker a run is one upsert. Runs from before it ask each
-	// marker as they did. The next change a session takes raises this marker's version, rather
-	// than adding one; the turns' changes keep their own markers.
+	// versionRunStart: one marker in a run's first workflow task stands for every change a session
+	// asks through session.takes: a run that recorded it asks none of their own. The SDK upserts
+	// the TemporalChangeVersion search attribute with each new marker, a billed action, so one
+	// marker a run is one upsert. Runs from before it ask each marker as they did. The next change
+	// a session takes raises this marker's version, rather than adding one; the turns' changes
+	// keep their own markers.
 	versionRunStart = "run-start"
 )
+
+// takes says whether this run takes a session's change: a run that recorded versionRunStart does,
+// with no marker of its own; a run from before it asks the change's own marker where it meets
+// the change, as it always did, so its history replays.
+func (s *session) takes(ctx workflow.Context, change string) bool {
+	return s.runStart || workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) == 1
+}

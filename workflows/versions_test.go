@@ -8,6 +8,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -63,14 +64,16 @@ func TestEveryMarkerHasItsFixtures(t *testing.T) {
 }
 
 // TestRunStartAsksNoOtherSessionMarker: a run that recorded versionRunStart takes the session's
-// changes without their markers, each of which would cost an upsert of TemporalChangeVersion.
+// changes (those asked through session.takes) without their markers, each of which would cost an
+// upsert of TemporalChangeVersion.
 func TestRunStartAsksNoOtherSessionMarker(t *testing.T) {
-	folded := []string{versionSearchOnChange, versionUsageWait, versionLocalReads, versionListTools,
-		versionLiveWatch, versionCompaction, versionSay, versionGoal, versionAllowSession,
-		versionReviewChanges, versionTypedEnds, versionPushBranch}
-	for _, marker := range folded {
-		if holdsMarker(t, "run-start-session", marker) {
-			t.Errorf("run-start-session records %q, which run-start stands for", marker)
+	m := readMarkers(t)
+	if len(m.taken) == 0 {
+		t.Fatal("no change is asked through session.takes")
+	}
+	for name := range m.taken {
+		if holdsMarker(t, "run-start-session", m.declared[name]) {
+			t.Errorf("run-start-session records %s, which run-start stands for", name)
 		}
 	}
 }
@@ -86,16 +89,40 @@ func holdsMarker(t *testing.T, fixture, marker string) bool {
 	return bytes.Contains(data, bytes.TrimRight([]byte(id), "="))
 }
 
-// TestMarkersLiveInOneFile: every change ID passed to workflow.GetVersion is a constant of
-// versions.go, and every one of them has a row in TestEveryMarkerHasItsFixtures, so a reviewer
-// finds each change to running sessions in one place.
+// TestMarkersLiveInOneFile: every change ID passed to workflow.GetVersion or session.takes is a
+// constant of versions.go, and every one of them has a row in TestEveryMarkerHasItsFixtures, so a
+// reviewer finds each change to running sessions in one place.
 func TestMarkersLiveInOneFile(t *testing.T) {
+	m := readMarkers(t)
+	src, err := os.ReadFile("versions_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range m.declared {
+		if !bytes.Contains(src, []byte("{"+name+",")) {
+			t.Errorf("%s has no row in TestEveryMarkerHasItsFixtures", name)
+		}
+	}
+}
+
+// markers are the version markers the package's code declares (name to change ID) and the names
+// of those it asks through session.takes.
+type markers struct {
+	declared map[string]string
+	taken    map[string]bool
+}
+
+// readMarkers parses the package's code for its markers, and fails t where a marker is declared
+// outside versions.go or a change ID is passed that is not a marker constant (the one exception
+// is takes itself, which passes on what it was given).
+func readMarkers(t *testing.T) markers {
+	t.Helper()
 	fset := token.NewFileSet()
 	names, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	declared := map[string]bool{}
+	m := markers{declared: map[string]string{}, taken: map[string]bool{}}
 	for _, name := range names {
 		if strings.HasSuffix(name, "_test.go") {
 			continue
@@ -104,34 +131,56 @@ func TestMarkersLiveInOneFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.ValueSpec:
-				for _, id := range n.Names {
-					if strings.HasPrefix(id.Name, "version") {
+		for _, decl := range f.Decls {
+			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Name.Name == "takes" {
+				continue
+			}
+			ast.Inspect(decl, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.ValueSpec:
+					for i, id := range n.Names {
+						if !strings.HasPrefix(id.Name, "version") {
+							continue
+						}
 						if name != "versions.go" {
 							t.Errorf("%s declares the marker %s outside versions.go", name, id.Name)
 						}
-						declared[id.Name] = true
+						m.declared[id.Name] = changeID(t, n, i)
+					}
+				case *ast.CallExpr:
+					sel, ok := n.Fun.(*ast.SelectorExpr)
+					if !ok || (sel.Sel.Name != "GetVersion" && sel.Sel.Name != "takes") || len(n.Args) < 2 {
+						return true
+					}
+					id, ok := n.Args[1].(*ast.Ident)
+					if !ok || !strings.HasPrefix(id.Name, "version") {
+						t.Errorf("%s: %s with a change ID that is not a marker constant", fset.Position(n.Pos()), sel.Sel.Name)
+						return true
+					}
+					if sel.Sel.Name == "takes" {
+						m.taken[id.Name] = true
 					}
 				}
-			case *ast.CallExpr:
-				if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "GetVersion" && len(n.Args) > 1 {
-					if id, ok := n.Args[1].(*ast.Ident); !ok || !strings.HasPrefix(id.Name, "version") {
-						t.Errorf("%s: GetVersion with a change ID that is not a marker constant", fset.Position(n.Pos()))
-					}
-				}
-			}
-			return true
-		})
+				return true
+			})
+		}
 	}
-	src, err := os.ReadFile("versions_test.go")
+	return m
+}
+
+// changeID is the string constant the i-th name of spec is declared with.
+func changeID(t *testing.T, spec *ast.ValueSpec, i int) string {
+	t.Helper()
+	if i >= len(spec.Values) {
+		t.Fatalf("the marker %s has no value of its own", spec.Names[i].Name)
+	}
+	lit, ok := spec.Values[i].(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		t.Fatalf("the marker %s is not a string literal", spec.Names[i].Name)
+	}
+	id, err := strconv.Unquote(lit.Value)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name := range declared {
-		if !bytes.Contains(src, []byte("{"+name+",")) {
-			t.Errorf("%s has no row in TestEveryMarkerHasItsFixtures", name)
-		}
-	}
+	return id
 }

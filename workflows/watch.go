@@ -24,7 +24,7 @@ func (s *session) takeWatch(ctx workflow.Context, w contract.Watch) {
 		return
 	}
 	if !s.watch.taken {
-		if !s.runStart && workflow.GetVersion(ctx, versionLiveWatch, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		if !s.takes(ctx, versionLiveWatch) {
 			return
 		}
 		s.watch.taken = true
