@@ -196,12 +196,20 @@ func (r *costRig) runKeel(ctx context.Context, task string, toolTurns int) (stri
 	return sum.WorkflowID, cpu, nil
 }
 
-// loopWorkflow is the loop's workflow type (goloop's WorkflowName).
-const loopWorkflow = "AgentWorkflow"
+// The loop's workflow types (goloop's WorkflowName and ChildTurnsWorkflowName): the plain loop,
+// and the same loop with each turn a child workflow, Keel's shape with nothing of Keel's in it.
+const (
+	loopWorkflow      = "AgentWorkflow"
+	childLoopWorkflow = "AgentWorkflowChildTurns"
+)
 
-// startLoop starts one loop workflow by client.
-func (r *costRig) startLoop(ctx context.Context, id, task string) (client.WorkflowRun, error) {
-	run, err := r.srv.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: r.loopQueue}, loopWorkflow, task)
+// childLoopTurnID is the workflow ID of a child-per-turn loop's turn (goloop's
+// AgentWorkflowChildTurns names them so).
+func childLoopTurnID(id string, turn int) string { return fmt.Sprintf("%s/turn-%d", id, turn) }
+
+// startLoop starts one loop workflow of type wf by client.
+func (r *costRig) startLoop(ctx context.Context, wf, id, task string) (client.WorkflowRun, error) {
+	run, err := r.srv.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: r.loopQueue}, wf, task)
 	if err != nil {
 		return nil, fmt.Errorf("starting loop %s: %w", id, err)
 	}
@@ -320,24 +328,29 @@ func turnCostSequential(b *testing.B, command string) {
 	if _, _, err := r.runKeel(ctx, fakegw.BenchTask(uniq("warm-keel"), fakegw.BenchScript{Turns: 3, Command: command}), 3); err != nil {
 		b.Fatal(err)
 	}
-	if err := r.loopOnce(ctx, uniq("warm-loop"), fakegw.BenchScript{Turns: 3, Command: command}); err != nil {
-		b.Fatal(err)
+	for _, wf := range []string{loopWorkflow, childLoopWorkflow} {
+		if err := r.loopOnce(ctx, wf, uniq("warm-loop"), fakegw.BenchScript{Turns: 3, Command: command}); err != nil {
+			b.Fatal(err)
+		}
 	}
-	var keels, loops []seqRun
+	var keels, loops, childLoops []seqRun
 	for i := 0; i < b.N; i++ {
 		for round := 1; round <= *turnCostRounds; round++ {
 			k := r.keelRound(b, ctx, script)
-			l := r.loopRound(b, ctx, script)
-			keels, loops = append(keels, k), append(loops, l)
+			l := r.loopRound(b, ctx, loopWorkflow, script)
+			c := r.loopRound(b, ctx, childLoopWorkflow, script)
+			keels, loops, childLoops = append(keels, k), append(loops, l), append(childLoops, c)
 			b.Logf("round %d (load %s): ms per turn at turn 10: keel %.1f, loop %.1f, ratio %.2f; at turn %d: keel %.1f, loop %.1f, ratio %.2f",
 				round, loadAvg(), Ms(k.at10), Ms(l.at10), ratio(k.at10, l.at10), toolTurns, Ms(k.atEnd), Ms(l.atEnd), ratio(k.atEnd, l.atEnd))
+			b.Logf("round %d: the loop with a child workflow per turn: ms per turn at turn 10 %.1f (%.2f the loop's, keel %.2f of it); at turn %d %.1f (%.2f the loop's, keel %.2f of it)",
+				round, Ms(c.at10), ratio(c.at10, l.at10), ratio(k.at10, c.at10), toolTurns, Ms(c.atEnd), ratio(c.atEnd, l.atEnd), ratio(k.atEnd, c.atEnd))
 			turns := float64(toolTurns + 1)
-			b.Logf("round %d: actions per turn keel %.2f %v, loop %.2f %v", round, k.use.actions.Total/turns, actionsPerTurn(k.use.actions, turns),
-				l.use.actions.Total/turns, actionsPerTurn(l.use.actions, turns))
-			b.Logf("round %d: history bytes per turn keel %.0f (last tool turn %d), loop %.0f (last tool turn %d)", round,
-				float64(k.bytes)/turns, k.lastBytes, float64(l.bytes)/turns, l.lastBytes)
-			b.Logf("round %d: CPU ms per turn: server keel %.1f, loop %.1f; worker keel %.1f, loop %.1f; keel's starter %.1f", round,
-				Ms(k.use.serverCPU)/turns, Ms(l.use.serverCPU)/turns, Ms(k.use.workerCPU)/turns, Ms(l.use.workerCPU)/turns, Ms(k.use.starterCPU)/turns)
+			b.Logf("round %d: actions per turn keel %.2f %v, loop %.2f %v, child-per-turn loop %.2f %v", round, k.use.actions.Total/turns, actionsPerTurn(k.use.actions, turns),
+				l.use.actions.Total/turns, actionsPerTurn(l.use.actions, turns), c.use.actions.Total/turns, actionsPerTurn(c.use.actions, turns))
+			b.Logf("round %d: history bytes per turn keel %.0f (last tool turn %d), loop %.0f (last tool turn %d), child-per-turn loop %.0f (last tool turn %d)", round,
+				float64(k.bytes)/turns, k.lastBytes, float64(l.bytes)/turns, l.lastBytes, float64(c.bytes)/turns, c.lastBytes)
+			b.Logf("round %d: CPU ms per turn: server keel %.1f, loop %.1f, child-per-turn loop %.1f; worker keel %.1f, loop %.1f, child-per-turn loop %.1f; keel's starter %.1f", round,
+				Ms(k.use.serverCPU)/turns, Ms(l.use.serverCPU)/turns, Ms(c.use.serverCPU)/turns, Ms(k.use.workerCPU)/turns, Ms(l.use.workerCPU)/turns, Ms(c.use.workerCPU)/turns, Ms(k.use.starterCPU)/turns)
 		}
 	}
 	last := func(rs []seqRun, f func(seqRun) time.Duration) time.Duration { return f(rs[len(rs)-1]) }
@@ -348,6 +361,7 @@ func turnCostSequential(b *testing.B, command string) {
 	b.ReportMetric(Ms(last(keels, atEnd)), "keel-ms/turn@end")
 	b.ReportMetric(Ms(last(loops, atEnd)), "loop-ms/turn@end")
 	b.ReportMetric(ratio(last(keels, atEnd), last(loops, atEnd)), "keel/loop@end")
+	b.ReportMetric(ratio(last(childLoops, atEnd), last(loops, atEnd)), "childloop/loop@end")
 	b.ReportMetric(0, "ns/op")
 	logTurnSteps(b, ctx, r, keels, loops)
 }
@@ -377,9 +391,9 @@ func loadAvg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// loopOnce runs one loop session to its answer.
-func (r *costRig) loopOnce(ctx context.Context, id string, s fakegw.BenchScript) error {
-	run, err := r.startLoop(ctx, id, fakegw.BenchTask(id, s))
+// loopOnce runs one loop session of type wf to its answer.
+func (r *costRig) loopOnce(ctx context.Context, wf, id string, s fakegw.BenchScript) error {
+	run, err := r.startLoop(ctx, wf, id, fakegw.BenchTask(id, s))
 	if err != nil {
 		return err
 	}
@@ -419,12 +433,12 @@ func (r *costRig) keelRound(b *testing.B, ctx context.Context, s fakegw.BenchScr
 	return run
 }
 
-// loopRound runs and reads one loop session.
-func (r *costRig) loopRound(b *testing.B, ctx context.Context, s fakegw.BenchScript) seqRun {
+// loopRound runs and reads one loop session of type wf.
+func (r *costRig) loopRound(b *testing.B, ctx context.Context, wf string, s fakegw.BenchScript) seqRun {
 	ctx, cancel := context.WithTimeout(ctx, turnCostRunTimeout)
 	defer cancel()
 	id := uniq("loop")
-	use, err := measure(ctx, r, r.loop, func() (time.Duration, error) { return 0, r.loopOnce(ctx, id, s) })
+	use, err := measure(ctx, r, r.loop, func() (time.Duration, error) { return 0, r.loopOnce(ctx, wf, id, s) })
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -434,6 +448,23 @@ func (r *costRig) loopRound(b *testing.B, ctx context.Context, s fakegw.BenchScr
 		b.Fatal(err)
 	}
 	run.bytes = Bytes(evs)
+	if wf == childLoopWorkflow {
+		// The parent's events of turn n (its child's start and completion) and the child's.
+		starts := cut(evs, func(e *historypb.HistoryEvent) bool {
+			return e.GetEventType() == enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
+		})
+		for t := 1; t <= s.Turns+1; t++ {
+			child, err := History(ctx, r.srv.Client(), childLoopTurnID(id, t), "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			run.bytes += Bytes(child)
+			if t == s.Turns && len(starts) >= t {
+				run.lastBytes = Bytes(starts[t-1]) + Bytes(child)
+			}
+		}
+		return run
+	}
 	turns := cut(evs, isModelScheduled)
 	if n := s.Turns; len(turns) > n {
 		run.lastBytes = Bytes(turns[n-1])
@@ -586,7 +617,8 @@ func turnCostConcurrency(b *testing.B) {
 	turns := float64(script.Turns + 1)
 	for i := 0; i < b.N; i++ {
 		for _, n := range levels {
-			l := r.concurrentLoops(b, ctx, n, script)
+			l := r.concurrentLoops(b, ctx, loopWorkflow, n, script)
+			c := r.concurrentLoops(b, ctx, childLoopWorkflow, n, script)
 			k := r.concurrentKeels(b, ctx, n, script)
 			kp, lp := Percentile(k.iv, 0.5), Percentile(l.iv, 0.5)
 			all := turns * float64(n)
@@ -594,9 +626,14 @@ func turnCostConcurrency(b *testing.B) {
 				"actions per turn keel %.2f, loop %.2f; worker CPU ms/turn keel %.0f, loop %.0f; starters' CPU ms/turn %.0f",
 				n, loadAvg(), Ms(kp), Ms(lp), ratio(kp, lp), k.use.serverCPU.Seconds(), Ms(k.use.serverCPU)/all, l.use.serverCPU.Seconds(), Ms(l.use.serverCPU)/all,
 				ratio(k.use.serverCPU, l.use.serverCPU), k.use.actions.Total/all, l.use.actions.Total/all, Ms(k.use.workerCPU)/all, Ms(l.use.workerCPU)/all, Ms(k.use.starterCPU)/all)
+			cp := Percentile(c.iv, 0.5)
+			b.Logf("%d at once: the loop with a child workflow per turn: ms per turn median %.0f (%.2f the loop's, keel %.2f of it); server CPU s %.1f (%.0f ms/turn, %.2f the loop's, keel %.2f of it); actions per turn %.2f",
+				n, Ms(cp), ratio(cp, lp), ratio(kp, cp), c.use.serverCPU.Seconds(), Ms(c.use.serverCPU)/all, ratio(c.use.serverCPU, l.use.serverCPU),
+				ratio(k.use.serverCPU, c.use.serverCPU), c.use.actions.Total/all)
 			b.Logf("%d at once: keel actions per turn %v; loop %v", n, actionsPerTurn(k.use.actions, all), actionsPerTurn(l.use.actions, all))
 			b.ReportMetric(ratio(kp, lp), fmt.Sprintf("keel/loop@%d", n))
 			b.ReportMetric(ratio(k.use.serverCPU, l.use.serverCPU), fmt.Sprintf("keel/loop-server-cpu@%d", n))
+			b.ReportMetric(ratio(c.use.serverCPU, l.use.serverCPU), fmt.Sprintf("childloop/loop-server-cpu@%d", n))
 		}
 	}
 	b.ReportMetric(0, "ns/op")
@@ -609,7 +646,8 @@ type loadRun struct {
 	use usage
 }
 
-func (r *costRig) concurrentLoops(b *testing.B, ctx context.Context, n int, s fakegw.BenchScript) loadRun {
+// concurrentLoops runs n loop sessions of type wf at once.
+func (r *costRig) concurrentLoops(b *testing.B, ctx context.Context, wf string, n int, s fakegw.BenchScript) loadRun {
 	ctx, cancel := context.WithTimeout(ctx, turnCostRunTimeout)
 	defer cancel()
 	prefix := uniq("loadloop")
@@ -619,7 +657,7 @@ func (r *costRig) concurrentLoops(b *testing.B, ctx context.Context, n int, s fa
 		for i := range runs {
 			ids[i] = fmt.Sprintf("%s-%d", prefix, i)
 			var err error
-			if runs[i], err = r.startLoop(ctx, ids[i], fakegw.BenchTask(ids[i], s)); err != nil {
+			if runs[i], err = r.startLoop(ctx, wf, ids[i], fakegw.BenchTask(ids[i], s)); err != nil {
 				return 0, err
 			}
 		}

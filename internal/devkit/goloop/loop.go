@@ -22,8 +22,12 @@ import (
 const (
 	// WorkflowName is the loop's workflow type; its input is the task, its result the answer.
 	WorkflowName = "AgentWorkflow"
-	callModel    = "CallModel"
-	runTool      = "RunTool"
+	// ChildTurnsWorkflowName is the same loop with each turn a child workflow
+	// (TurnWorkflowName): what one child per turn costs, with nothing else added.
+	ChildTurnsWorkflowName = "AgentWorkflowChildTurns"
+	TurnWorkflowName       = "AgentWorkflowTurn"
+	callModel              = "CallModel"
+	runTool                = "RunTool"
 )
 
 // Message is one entry of the conversation the workflow keeps and hands to every model call, as
@@ -48,6 +52,43 @@ const maxTurns = 1000
 // AgentWorkflow is the loop: call the model; if it asked for tools, run each and append its
 // result; repeat until it answers. The activity options are the published loop's.
 func AgentWorkflow(ctx workflow.Context, task string) (string, error) {
+	msgs := []Message{{Role: "user", Content: task}}
+	for range maxTurns {
+		added, err := AgentWorkflowTurn(ctx, msgs)
+		if err != nil {
+			return "", err
+		}
+		if msgs = append(msgs, added...); len(added) == 1 {
+			return added[0].Content, nil
+		}
+	}
+	return "", fmt.Errorf("no answer after %d turns", maxTurns)
+}
+
+// AgentWorkflowChildTurns is AgentWorkflow with each turn run as a child workflow
+// (AgentWorkflowTurn), the shape of a Keel session, so the benchmark can tell what the child
+// costs from what Keel adds to it.
+func AgentWorkflowChildTurns(ctx workflow.Context, task string) (string, error) {
+	msgs := []Message{{Role: "user", Content: task}}
+	for turn := 1; turn <= maxTurns; turn++ {
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+			WorkflowID: fmt.Sprintf("%s/turn-%d", workflow.GetInfo(ctx).WorkflowExecution.ID, turn),
+		})
+		var added []Message
+		if err := workflow.ExecuteChildWorkflow(cctx, TurnWorkflowName, msgs).Get(ctx, &added); err != nil {
+			return "", fmt.Errorf("running turn %d: %w", turn, err)
+		}
+		if msgs = append(msgs, added...); len(added) == 1 {
+			return added[0].Content, nil
+		}
+	}
+	return "", fmt.Errorf("no answer after %d turns", maxTurns)
+}
+
+// AgentWorkflowTurn is one turn of the loop: call the model and, if it asked for tools, run
+// each. It returns the messages the turn adds: the model's reply, then one per tool call. The
+// activity options are the published loop's.
+func AgentWorkflowTurn(ctx workflow.Context, msgs []Message) ([]Message, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
@@ -57,25 +98,19 @@ func AgentWorkflow(ctx workflow.Context, task string) (string, error) {
 			MaximumAttempts:    3,
 		},
 	})
-	msgs := []Message{{Role: "user", Content: task}}
-	for range maxTurns {
-		var reply Message
-		if err := workflow.ExecuteActivity(ctx, callModel, msgs).Get(ctx, &reply); err != nil {
-			return "", fmt.Errorf("calling the model: %w", err)
-		}
-		msgs = append(msgs, reply)
-		if len(reply.ToolCalls) == 0 {
-			return reply.Content, nil
-		}
-		for _, call := range reply.ToolCalls {
-			var out string
-			if err := workflow.ExecuteActivity(ctx, runTool, call).Get(ctx, &out); err != nil {
-				out = "the tool failed: " + err.Error()
-			}
-			msgs = append(msgs, Message{Role: "tool", Content: out, ToolCallID: call.ID})
-		}
+	var reply Message
+	if err := workflow.ExecuteActivity(ctx, callModel, msgs).Get(ctx, &reply); err != nil {
+		return nil, fmt.Errorf("calling the model: %w", err)
 	}
-	return "", fmt.Errorf("no answer after %d turns", maxTurns)
+	added := []Message{reply}
+	for _, call := range reply.ToolCalls {
+		var out string
+		if err := workflow.ExecuteActivity(ctx, runTool, call).Get(ctx, &out); err != nil {
+			out = "the tool failed: " + err.Error()
+		}
+		added = append(added, Message{Role: "tool", Content: out, ToolCallID: call.ID})
+	}
+	return added, nil
 }
 
 // Activities are the loop's model and tools.
@@ -95,6 +130,8 @@ func newActivities(gateway, workdir string) *Activities {
 // register registers the workflow and the activities under the names above.
 func register(w worker.Registry, a *Activities) {
 	w.RegisterWorkflowWithOptions(AgentWorkflow, workflow.RegisterOptions{Name: WorkflowName})
+	w.RegisterWorkflowWithOptions(AgentWorkflowChildTurns, workflow.RegisterOptions{Name: ChildTurnsWorkflowName})
+	w.RegisterWorkflowWithOptions(AgentWorkflowTurn, workflow.RegisterOptions{Name: TurnWorkflowName})
 	w.RegisterActivityWithOptions(a.CallModel, activity.RegisterOptions{Name: callModel})
 	w.RegisterActivityWithOptions(a.RunTool, activity.RegisterOptions{Name: runTool})
 }
