@@ -9,6 +9,7 @@ package connect
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -70,6 +71,9 @@ func Options(cfg config.Config, env Env) (client.Options, error) {
 	if err != nil {
 		return client.Options{}, &config.Error{Key: "temporal.tls", Msg: tlsHint(err)}
 	}
+	if loopback(opts.HostPort) {
+		opts.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{}
+	}
 	keys, err := Keys(cfg, env)
 	if err != nil {
 		return client.Options{}, err
@@ -84,6 +88,21 @@ func Options(cfg config.Config, env Env) (client.Options, error) {
 		opts.ConnectionOptions.DialOptions = append(opts.ConnectionOptions.DialOptions, grpc.WithChainUnaryInterceptor(dec))
 	}
 	return opts, nil
+}
+
+// loopback says the server is on this machine (localhost or a loopback address). The SDK gzips
+// every request and the server every answer; on the same machine that saves no bytes and costs
+// both sides CPU on every call, so Keel turns compression off there.
+func loopback(hostPort string) bool {
+	host, _, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		host = hostPort
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // decodeResponses decrypts the payloads of every answer the server sends (search attributes

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -214,6 +215,36 @@ api_key = "file-key"
 			}
 			if opts.HostPort != c.wantAddr || opts.Namespace != c.wantNS || (opts.ConnectionOptions.TLS != nil) != c.wantTLS || (opts.Credentials != nil) != c.wantCreds {
 				t.Fatalf("options %s %s tls=%v creds=%v", opts.HostPort, opts.Namespace, opts.ConnectionOptions.TLS != nil, opts.Credentials != nil)
+			}
+		})
+	}
+}
+
+// TestCompressionOffOnLoopback: a server on this machine is reached without gzip, any other with
+// the SDK's default.
+func TestCompressionOffOnLoopback(t *testing.T) {
+	cases := []struct {
+		addr string
+		off  bool
+	}{
+		{"127.0.0.1:7233", true},
+		{"127.8.9.10:7233", true},
+		{"localhost:7233", true},
+		{"LocalHost:7233", true},
+		{"[::1]:7233", true},
+		{"10.0.0.5:7233", false},
+		{"temporal.example:7233", false},
+		{"[2001:db8::1]:7233", false},
+	}
+	for _, c := range cases {
+		t.Run(c.addr, func(t *testing.T) {
+			opts, err := Options(base(c.addr), mapEnv{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, off := opts.ConnectionOptions.GrpcCompression.(*client.GrpcCompressionNone)
+			if off != c.off {
+				t.Fatalf("compression off = %v for %s, want %v", off, c.addr, c.off)
 			}
 		})
 	}
