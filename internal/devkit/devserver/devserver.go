@@ -232,8 +232,8 @@ var DynamicConfig = map[string]string{
 	// a 50 ms step on a timer that falls due just after a read.
 	"history.timerProcessorMaxPollRPS": "10000",
 	// `temporal server start-dev` rereads the cluster's search attributes from the database on
-	// every read that maps them (a watcher's describe, a history read): a fifth of what
-	// describing a running turn costs the server (docs/benchmarks.md, section 13). With SQL
+	// every read that maps them (a watcher's describe, a history read): about half of what
+	// describing a running turn cost the server (docs/benchmarks.md, section 13). With SQL
 	// visibility that list is the store's fixed columns; the attributes Keel registers are the
 	// namespace's aliases, which the namespace registry refreshes on its own.
 	"system.forceSearchAttributesCacheRefreshOnRead": "false",
