@@ -231,12 +231,6 @@ var DynamicConfig = map[string]string{
 	// The timer queue, like the transfer queue, is read at most 20 times a second by default,
 	// a 50 ms step on a timer that falls due just after a read.
 	"history.timerProcessorMaxPollRPS": "10000",
-	// `temporal server start-dev` rereads the cluster's search attributes from the database on
-	// every read that maps them (a watcher's describe, a history read): about half of what
-	// describing a running turn cost the server (docs/benchmarks.md, section 13). With SQL
-	// visibility that list is the store's fixed columns; the attributes Keel registers are the
-	// namespace's aliases, which the namespace registry refreshes on its own.
-	"system.forceSearchAttributesCacheRefreshOnRead": "false",
 }
 
 func dynamicConfigArgs() []string {
