@@ -25,6 +25,7 @@ import (
 
 	"github.com/keelrun/keel/internal/codec"
 	"github.com/keelrun/keel/internal/config"
+	"github.com/keelrun/keel/internal/contract"
 )
 
 // Env reads environment variables; os.LookupEnv in programs, a map in tests.
@@ -90,19 +91,15 @@ func Options(cfg config.Config, env Env) (client.Options, error) {
 	return opts, nil
 }
 
-// loopback says the server is on this machine (localhost or a loopback address). The SDK gzips
-// every request and the server every answer; on the same machine that saves no bytes and costs
-// both sides CPU on every call, so Keel turns compression off there.
+// loopback says the server is on this machine. The SDK gzips every request and the server every
+// answer; on the same machine that saves no bytes and costs both sides CPU on every call, so Keel
+// turns compression off there.
 func loopback(hostPort string) bool {
 	host, _, err := net.SplitHostPort(hostPort)
 	if err != nil {
 		host = hostPort
 	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return contract.LoopbackHost(host)
 }
 
 // decodeResponses decrypts the payloads of every answer the server sends (search attributes

@@ -125,12 +125,15 @@ func GitHubURL(raw string) (string, error) {
 // Loopback says whether a URL's host is this machine (where plain http carries a token safely).
 func Loopback(rawURL string) bool {
 	u, err := url.Parse(rawURL)
-	if err != nil {
-		return false
-	}
-	if u.Hostname() == "localhost" {
+	return err == nil && LoopbackHost(u.Hostname())
+}
+
+// LoopbackHost says whether a host name or IP address (without a port) is this machine:
+// localhost, in any case, or a loopback address.
+func LoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
 		return true
 	}
-	ip := net.ParseIP(u.Hostname())
+	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }

@@ -73,6 +73,7 @@ func TestGitHubURL(t *testing.T) {
 		{"https://GHE.example.com/", "https://ghe.example.com", ""},
 		{"http://127.0.0.1:8080", "http://127.0.0.1:8080", ""},
 		{"http://localhost:3000/", "http://localhost:3000", ""},
+		{"http://[::1]:8080", "http://[::1]:8080", ""},
 		{"http://ghe.example.com", "", "plain http"},
 		{"https://user:secret@ghe.example.com", "", "carries credentials"},
 		{"ssh://ghe.example.com", "", "not an http or https URL"},
