@@ -203,10 +203,6 @@ const (
 	childLoopWorkflow = "AgentWorkflowChildTurns"
 )
 
-// childLoopTurnID is the workflow ID of a child-per-turn loop's turn (goloop's
-// AgentWorkflowChildTurns names them so).
-func childLoopTurnID(id string, turn int) string { return fmt.Sprintf("%s/turn-%d", id, turn) }
-
 // startLoop starts one loop workflow of type wf by client.
 func (r *costRig) startLoop(ctx context.Context, wf, id, task string) (client.WorkflowRun, error) {
 	run, err := r.srv.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: r.loopQueue}, wf, task)
@@ -416,20 +412,11 @@ func (r *costRig) keelRound(b *testing.B, ctx context.Context, s fakegw.BenchScr
 		b.Fatal(err)
 	}
 	run := r.timedRun(b, use, id, key, s.Turns)
-	parent, children, err := keelHistories(ctx, r.srv.Client(), id, s.Turns+1)
+	parent, children, err := keelHistories(ctx, r.srv.Client(), id)
 	if err != nil {
 		b.Fatal(err)
 	}
-	run.bytes = Bytes(parent)
-	for _, c := range children {
-		run.bytes += Bytes(c)
-	}
-	starts := cut(parent, func(e *historypb.HistoryEvent) bool {
-		return e.GetEventType() == enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
-	})
-	if n := s.Turns; len(starts) > n {
-		run.lastBytes = Bytes(starts[n-1]) + Bytes(children[n-1])
-	}
+	run.bytes, run.lastBytes = treeBytes(parent, children, s.Turns)
 	return run
 }
 
@@ -447,24 +434,15 @@ func (r *costRig) loopRound(b *testing.B, ctx context.Context, wf string, s fake
 	if err != nil {
 		b.Fatal(err)
 	}
-	run.bytes = Bytes(evs)
 	if wf == childLoopWorkflow {
-		// The parent's events of turn n (its child's start and completion) and the child's.
-		starts := cut(evs, func(e *historypb.HistoryEvent) bool {
-			return e.GetEventType() == enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
-		})
-		for t := 1; t <= s.Turns+1; t++ {
-			child, err := History(ctx, r.srv.Client(), childLoopTurnID(id, t), "")
-			if err != nil {
-				b.Fatal(err)
-			}
-			run.bytes += Bytes(child)
-			if t == s.Turns && len(starts) >= t {
-				run.lastBytes = Bytes(starts[t-1]) + Bytes(child)
-			}
+		children, err := childHistories(ctx, r.srv.Client(), evs)
+		if err != nil {
+			b.Fatal(err)
 		}
+		run.bytes, run.lastBytes = treeBytes(evs, children, s.Turns)
 		return run
 	}
+	run.bytes = Bytes(evs)
 	turns := cut(evs, isModelScheduled)
 	if n := s.Turns; len(turns) > n {
 		run.lastBytes = Bytes(turns[n-1])
@@ -493,8 +471,13 @@ func cut(evs []*historypb.HistoryEvent, start func(*historypb.HistoryEvent) bool
 	return out
 }
 
+// isChildStart: the event starts a child workflow (a Keel turn, a child-per-turn loop's turn).
+func isChildStart(e *historypb.HistoryEvent) bool {
+	return e.GetEventType() == enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
+}
+
 // keelHistories reads a session's runs, as one history, and its turn children, in turn order.
-func keelHistories(ctx context.Context, c client.Client, id string, turns int) ([]*historypb.HistoryEvent, [][]*historypb.HistoryEvent, error) {
+func keelHistories(ctx context.Context, c client.Client, id string) ([]*historypb.HistoryEvent, [][]*historypb.HistoryEvent, error) {
 	runs, err := Runs(ctx, c, id)
 	if err != nil {
 		return nil, nil, err
@@ -503,13 +486,38 @@ func keelHistories(ctx context.Context, c client.Client, id string, turns int) (
 	for _, r := range runs {
 		parent = append(parent, r.Events...)
 	}
-	children := make([][]*historypb.HistoryEvent, turns)
-	for t := 1; t <= turns; t++ {
-		if children[t-1], err = History(ctx, c, contract.TurnWorkflowID(id, t), ""); err != nil {
-			return nil, nil, err
+	children, err := childHistories(ctx, c, parent)
+	return parent, children, err
+}
+
+// childHistories reads the history of every child the parent's events started, in the order
+// they were started, by the workflow ID each start names.
+func childHistories(ctx context.Context, c client.Client, parent []*historypb.HistoryEvent) ([][]*historypb.HistoryEvent, error) {
+	var out [][]*historypb.HistoryEvent
+	for _, e := range parent {
+		if !isChildStart(e) {
+			continue
 		}
+		evs, err := History(ctx, c, e.GetStartChildWorkflowExecutionInitiatedEventAttributes().GetWorkflowId(), "")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, evs)
 	}
-	return parent, children, nil
+	return out, nil
+}
+
+// treeBytes is the history bytes of a parent and its turn children, and those of tool turn n:
+// the parent's events from that turn's child start to the next one's, and the child's.
+func treeBytes(parent []*historypb.HistoryEvent, children [][]*historypb.HistoryEvent, n int) (total, last int) {
+	total = Bytes(parent)
+	for _, c := range children {
+		total += Bytes(c)
+	}
+	if starts := cut(parent, isChildStart); len(starts) > n && len(children) >= n {
+		last = Bytes(starts[n-1]) + Bytes(children[n-1])
+	}
+	return total, last
 }
 
 // logTurnSteps logs where the turns of the last round's sessions spent their time, Keel's and the
@@ -518,7 +526,7 @@ func keelHistories(ctx context.Context, c client.Client, id string, turns int) (
 // within a turn, the median over the turns.
 func logTurnSteps(b *testing.B, ctx context.Context, r *costRig, keels, loops []seqRun) {
 	k, l := keels[len(keels)-1], loops[len(loops)-1]
-	parent, children, err := keelHistories(ctx, r.srv.Client(), k.id, len(k.times))
+	parent, children, err := keelHistories(ctx, r.srv.Client(), k.id)
 	if err != nil {
 		b.Fatal(err)
 	}
