@@ -231,6 +231,12 @@ var DynamicConfig = map[string]string{
 	// The timer queue, like the transfer queue, is read at most 20 times a second by default,
 	// a 50 ms step on a timer that falls due just after a read.
 	"history.timerProcessorMaxPollRPS": "10000",
+	// `temporal server start-dev` rereads the cluster's search attributes from the database on
+	// every call that maps them: about a third of what a watcher's describe of a running turn
+	// costs the server (docs/benchmarks.md, section 13). Without it the server maps an attribute
+	// registered while it runs when its namespace registry next refreshes, about a second later;
+	// app.EnsureSearchAttributes waits for that before a session starts.
+	"system.forceSearchAttributesCacheRefreshOnRead": "false",
 }
 
 func dynamicConfigArgs() []string {
