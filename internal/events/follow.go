@@ -303,10 +303,14 @@ func (f *follower) recorded(ctx context.Context, r *runState, ev *historypb.Hist
 
 // pollHeartbeats reads the heartbeat details of the first running activity of r while there is
 // one, every Poll. Only the first: a later activity's events wait until the history says the
-// first ended and its last events were delivered, so the order holds.
+// first ended and its last events were delivered, so the order holds. Details are decoded (and
+// decrypted, with codec.keys) only when the activity heartbeat since the last read: most reads
+// find the same heartbeat, since an activity sends one per events.interval at most.
 func (f *follower) pollHeartbeats(ctx context.Context, r *runState) {
 	t := time.NewTicker(f.o.Poll)
 	defer t.Stop()
+	var read pendingActivity
+	var readBeat time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -330,6 +334,11 @@ func (f *follower) pollHeartbeats(ctx context.Context, r *runState) {
 			if pa.GetActivityId() != first.activityID {
 				continue
 			}
+			beat := pa.GetLastHeartbeatTime().AsTime()
+			if read == first && beat.Equal(readBeat) {
+				break
+			}
+			read, readBeat = first, beat
 			live := f.decode(ctx, pa.GetHeartbeatDetails())
 			f.mu.Lock()
 			if len(r.pending) > 0 && r.pending[0] == first {
