@@ -12,22 +12,30 @@ import (
 )
 
 // Actions is a reading of the Temporal server's `action` counter, the metric Temporal documents
-// for estimating Temporal Cloud actions: the total and the count of each action_type.
+// for estimating Temporal Cloud actions: the total and the count of each action_type. Calls is
+// the frontend's `service_requests` by operation from the same page, billed or not (a watcher's
+// describes and history reads are not), to say what a session asks of the server.
 type Actions struct {
 	Total  float64
 	ByType map[string]float64
+	Calls  map[string]float64
 }
 
 // Sub is what happened between an earlier reading and this one.
 func (a Actions) Sub(earlier Actions) Actions {
-	out := Actions{Total: a.Total - earlier.Total, ByType: maps.Clone(a.ByType)}
-	if out.ByType == nil {
-		out.ByType = map[string]float64{}
+	return Actions{Total: a.Total - earlier.Total, ByType: subCounts(a.ByType, earlier.ByType), Calls: subCounts(a.Calls, earlier.Calls)}
+}
+
+// subCounts is now less earlier, per key, without the keys that did not move.
+func subCounts(now, earlier map[string]float64) map[string]float64 {
+	out := maps.Clone(now)
+	if out == nil {
+		out = map[string]float64{}
 	}
-	for k, v := range earlier.ByType {
-		out.ByType[k] -= v
-		if out.ByType[k] == 0 {
-			delete(out.ByType, k)
+	for k, v := range earlier {
+		out[k] -= v
+		if out[k] == 0 {
+			delete(out, k)
 		}
 	}
 	return out
@@ -82,12 +90,13 @@ func SettledActions(ctx context.Context, url string) (Actions, error) {
 // settleInterval is longer than the server's metrics reporting interval.
 const settleInterval = 2 * time.Second
 
-// ParseActions sums the `action` series of a Prometheus text page by their action_type label.
+// ParseActions sums the `action` series of a Prometheus text page by their action_type label, and
+// the frontend's `service_requests` by their operation label.
 func ParseActions(page string) Actions {
-	out := Actions{ByType: map[string]float64{}}
+	out := Actions{ByType: map[string]float64{}, Calls: map[string]float64{}}
 	for _, line := range strings.Split(page, "\n") {
 		name, rest, ok := strings.Cut(line, "{")
-		if !ok || (name != "action" && name != "action_total") {
+		if !ok {
 			continue
 		}
 		labels, value, ok := strings.Cut(rest, "} ")
@@ -98,8 +107,15 @@ func ParseActions(page string) Actions {
 		if err != nil {
 			continue
 		}
-		out.Total += v
-		out.ByType[label(labels, "action_type")] += v
+		switch name {
+		case "action", "action_total":
+			out.Total += v
+			out.ByType[label(labels, "action_type")] += v
+		case "service_requests", "service_requests_total":
+			if label(labels, "service_name") == "frontend" {
+				out.Calls[label(labels, "operation")] += v
+			}
+		}
 	}
 	return out
 }

@@ -11,6 +11,9 @@ action{action_type="grpc_RecordActivityTaskHeartbeat",namespace="default",operat
 action_total{action_type="grpc_RecordActivityTaskHeartbeat",namespace="other"} 1
 actions_other{action_type="grpc_StartWorkflowExecution"} 100
 persistence_requests{operation="x"} 7
+service_requests{namespace="default",operation="DescribeWorkflowExecution",service_name="frontend"} 4
+service_requests{namespace="default",operation="DescribeWorkflowExecution",service_name="history"} 4
+service_requests_total{namespace="default",operation="GetWorkflowExecutionHistory",service_name="frontend"} 6
 `
 	got := ParseActions(page)
 	tests := []struct {
@@ -22,6 +25,8 @@ persistence_requests{operation="x"} 7
 		{"starts", got.ByType["grpc_StartWorkflowExecution"], 2},
 		{"activities", got.ByType["command_ScheduleActivityTask"], 5},
 		{"heartbeats", got.ByType["grpc_RecordActivityTaskHeartbeat"], 4},
+		{"the frontend's describes", got.Calls["DescribeWorkflowExecution"], 4},
+		{"the frontend's history reads", got.Calls["GetWorkflowExecutionHistory"], 6},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

@@ -367,8 +367,13 @@ func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
 
 // actionsPerTurn is each action type's count per turn, rounded for a log line.
 func actionsPerTurn(a Actions, turns float64) map[string]float64 {
+	return countsPerTurn(a.ByType, turns)
+}
+
+// countsPerTurn is each count per turn, rounded for a log line.
+func countsPerTurn(counts map[string]float64, turns float64) map[string]float64 {
 	out := map[string]float64{}
-	for k, v := range a.ByType {
+	for k, v := range counts {
 		out[k] = float64(int(v/turns*100+0.5)) / 100
 	}
 	return out
@@ -639,6 +644,8 @@ func turnCostConcurrency(b *testing.B) {
 				n, Ms(cp), ratio(cp, lp), ratio(kp, cp), c.use.serverCPU.Seconds(), Ms(c.use.serverCPU)/all, ratio(c.use.serverCPU, l.use.serverCPU),
 				ratio(k.use.serverCPU, c.use.serverCPU), c.use.actions.Total/all)
 			b.Logf("%d at once: keel actions per turn %v; loop %v", n, actionsPerTurn(k.use.actions, all), actionsPerTurn(l.use.actions, all))
+			b.Logf("%d at once: the server's frontend calls per turn, keel %v; child loop %v; loop %v", n,
+				countsPerTurn(k.use.actions.Calls, all), countsPerTurn(c.use.actions.Calls, all), countsPerTurn(l.use.actions.Calls, all))
 			b.ReportMetric(ratio(kp, lp), fmt.Sprintf("keel/loop@%d", n))
 			b.ReportMetric(ratio(k.use.serverCPU, l.use.serverCPU), fmt.Sprintf("keel/loop-server-cpu@%d", n))
 			b.ReportMetric(ratio(c.use.serverCPU, l.use.serverCPU), fmt.Sprintf("childloop/loop-server-cpu@%d", n))
