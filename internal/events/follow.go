@@ -139,6 +139,16 @@ func (f *follower) run(ctx context.Context) {
 type runState struct {
 	workflowID, runID string
 	pending           []pendingActivity
+	// moved wakes the heartbeat poller when the first pending activity may have changed.
+	moved chan struct{}
+}
+
+// move says the pending activities changed; called with mu held.
+func (r *runState) move() {
+	select {
+	case r.moved <- struct{}{}:
+	default:
+	}
 }
 
 type pendingActivity struct {
@@ -171,7 +181,7 @@ func (f *follower) followRun(ctx context.Context, workflowID, runID string, from
 			return ""
 		}
 	}
-	r := &runState{workflowID: workflowID, runID: runID}
+	r := &runState{workflowID: workflowID, runID: runID, moved: make(chan struct{}, 1)}
 	pctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go f.pollHeartbeats(pctx, r)
@@ -193,6 +203,7 @@ func (f *follower) followRun(ctx context.Context, workflowID, runID string, from
 				if !ended[ev.GetEventId()] {
 					f.mu.Lock()
 					r.pending = append(r.pending, pendingActivity{scheduled: ev.GetEventId(), activityID: ev.GetActivityTaskScheduledEventAttributes().GetActivityId()})
+					r.move()
 					f.mu.Unlock()
 				}
 			case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
@@ -286,6 +297,7 @@ func (f *follower) ended(ctx context.Context, r *runState, scheduled int64, p *c
 	}
 	a := r.pending[i]
 	r.pending = append(r.pending[:i], r.pending[i+1:]...)
+	r.move()
 	f.deliver(ctx, r.key(a.activityID), f.decode(ctx, p))
 }
 
@@ -302,20 +314,23 @@ func (f *follower) recorded(ctx context.Context, r *runState, ev *historypb.Hist
 }
 
 // pollHeartbeats reads the heartbeat details of the first running activity of r while there is
-// one, every Poll. Only the first: a later activity's events wait until the history says the
-// first ended and its last events were delivered, so the order holds. Details are decoded (and
-// decrypted, with codec.keys) only when the activity heartbeat since the last read: most reads
-// find the same heartbeat, since an activity sends one per events.interval at most.
+// one, when its pacer says (every Poll, or about once per heartbeat once it knows their cadence).
+// Only the first: a later activity's events wait until the history says the first ended and its
+// last events were delivered, so the order holds. Details are decoded (and decrypted, with
+// codec.keys) only when the activity heartbeat since the last read.
 func (f *follower) pollHeartbeats(ctx context.Context, r *runState) {
-	t := time.NewTicker(f.o.Poll)
+	p := &pacer{poll: f.o.Poll}
+	t := time.NewTimer(f.o.Poll)
 	defer t.Stop()
 	var read pendingActivity
-	var readBeat time.Time
 	for {
+		due := false
 		select {
 		case <-ctx.Done():
 			return
+		case <-r.moved:
 		case <-t.C:
+			due = true
 		}
 		f.mu.Lock()
 		var first pendingActivity
@@ -323,30 +338,49 @@ func (f *follower) pollHeartbeats(ctx context.Context, r *runState) {
 			first = r.pending[0]
 		}
 		f.mu.Unlock()
-		if first.scheduled == 0 {
+		if first != read {
+			// Another activity (or none): read it within a poll, as it may stream at once.
+			read = first
+			p.restart()
+			t.Reset(f.o.Poll)
 			continue
 		}
-		d, err := f.c.DescribeWorkflow(ctx, r.workflowID, r.runID)
-		if err != nil {
+		if !due || first.scheduled == 0 {
+			// The same activity, its read not due yet; or none, until one is scheduled.
 			continue
 		}
-		for _, pa := range d.RawResponse.GetPendingActivities() {
-			if pa.GetActivityId() != first.activityID {
-				continue
-			}
-			beat := pa.GetLastHeartbeatTime().AsTime()
-			if read == first && beat.Equal(readBeat) {
-				break
-			}
-			read, readBeat = first, beat
-			live := f.decode(ctx, pa.GetHeartbeatDetails())
-			f.mu.Lock()
-			if len(r.pending) > 0 && r.pending[0] == first {
-				f.deliver(ctx, r.key(first.activityID), live)
-			}
-			f.mu.Unlock()
+		start := time.Now()
+		beat, live := f.readBeat(ctx, r, first, p.beat)
+		t.Reset(time.Until(p.next(start, time.Now(), beat)))
+		if live == nil {
+			continue
 		}
+		f.mu.Lock()
+		if len(r.pending) > 0 && r.pending[0] == first {
+			f.deliver(ctx, r.key(first.activityID), live)
+		}
+		f.mu.Unlock()
 	}
+}
+
+// readBeat describes r's run and returns the last heartbeat time of activity a (zero before its
+// first) and, when that is later than seen, the events its details carry.
+func (f *follower) readBeat(ctx context.Context, r *runState, a pendingActivity, seen time.Time) (time.Time, *contract.LiveEvents) {
+	d, err := f.c.DescribeWorkflow(ctx, r.workflowID, r.runID)
+	if err != nil {
+		return seen, nil
+	}
+	for _, pa := range d.RawResponse.GetPendingActivities() {
+		if pa.GetActivityId() != a.activityID || pa.GetLastHeartbeatTime() == nil {
+			continue
+		}
+		beat := pa.GetLastHeartbeatTime().AsTime()
+		if !beat.After(seen) {
+			return seen, nil
+		}
+		return beat, f.decode(ctx, pa.GetHeartbeatDetails())
+	}
+	return seen, nil
 }
 
 // decode reads the live events a result, failure details or heartbeat details carry (in their

@@ -17,7 +17,7 @@ import (
 )
 
 // beatsClient answers describes with one pending activity whose last heartbeat is at the next of
-// beats (seconds), and says on described when the last one was answered.
+// beats (milliseconds), and says on described when the last one was answered.
 type beatsClient struct {
 	client.Client
 	beats     []int64
@@ -38,7 +38,7 @@ func (c *beatsClient) DescribeWorkflow(ctx context.Context, _, _ string) (*clien
 	}
 	pa := &workflow.PendingActivityInfo{ActivityId: "1", HeartbeatDetails: details}
 	if c.beats[i] > 0 {
-		pa.LastHeartbeatTime = timestamppb.New(time.Unix(c.beats[i], 0))
+		pa.LastHeartbeatTime = timestamppb.New(time.UnixMilli(c.beats[i]))
 	}
 	if i == len(c.beats)-1 {
 		defer close(c.described)
@@ -67,7 +67,7 @@ func TestPollDecodesNewHeartbeatsOnly(t *testing.T) {
 		want  int32
 	}{
 		{"the same heartbeat read four times", []int64{5, 5, 5, 5}, 1},
-		{"none, then two", []int64{0, 0, 5, 5, 6, 6, 6}, 3},
+		{"none, then two", []int64{0, 0, 5, 5, 6, 6, 6}, 2},
 		{"a new one every read", []int64{1, 2, 3}, 3},
 	}
 	for _, c := range cases {
