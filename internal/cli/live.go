@@ -25,7 +25,7 @@ func followLive(ctx context.Context, c client.Client, cfg config.Config, wid str
 	if err != nil {
 		return nil, nil, err
 	}
-	o := events.FollowOptions{FromNow: fromNow, Resolve: store.Resolver(st)}
+	o := events.FollowOptions{FromNow: fromNow, Resolve: store.Resolver(st), Namespace: cfg.Temporal.Namespace}
 	if keys != nil {
 		o.DataConverter = keys.DataConverter()
 	}

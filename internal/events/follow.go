@@ -41,6 +41,8 @@ type FollowOptions struct {
 	FromNow bool
 	// Poll overrides DefaultPoll.
 	Poll time.Duration
+	// Namespace is the session's namespace, client.DefaultNamespace when empty.
+	Namespace string
 	// DataConverter decodes results and heartbeat details; nil is the SDK's default, which reads
 	// what the client hands over (a client with codec.keys decrypts every payload it receives).
 	DataConverter converter.DataConverter
@@ -65,6 +67,9 @@ type Source struct {
 func Follow(ctx context.Context, c client.Client, workflowID string, o FollowOptions) *Source {
 	if o.Poll <= 0 {
 		o.Poll = DefaultPoll
+	}
+	if o.Namespace == "" {
+		o.Namespace = client.DefaultNamespace
 	}
 	if o.DataConverter == nil {
 		o.DataConverter = converter.GetDefaultDataConverter()
@@ -186,18 +191,24 @@ func (f *follower) followRun(ctx context.Context, workflowID, runID string, from
 	defer stop()
 	go f.pollHeartbeats(pctx, r)
 
+	h := newHistoryReader(f.c, f.o.Namespace, workflowID, runID)
 	var last int64
-	for wait := retryFirst; ; wait = min(2*wait, retryCap) {
-		it := f.c.GetWorkflowHistory(ctx, workflowID, runID, true, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		for it.HasNext() {
-			ev, err := it.Next()
-			if err != nil {
-				break
+	for wait := retryFirst; ; {
+		evs, over, err := h.next(ctx)
+		if err != nil {
+			// The history could not be read: read it again from where it was, after a wait.
+			if !sleep(ctx, wait) {
+				return ""
 			}
+			wait = min(2*wait, retryCap)
+			continue
+		}
+		wait = retryFirst
+		for _, ev := range evs {
 			if ev.GetEventId() <= last {
 				continue
 			}
-			last, wait = ev.GetEventId(), retryFirst
+			last = ev.GetEventId()
 			switch ev.GetEventType() {
 			case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 				if !ended[ev.GetEventId()] {
@@ -238,9 +249,7 @@ func (f *follower) followRun(ctx context.Context, workflowID, runID string, from
 				return ""
 			}
 		}
-		// The history could not be read (or the server closed the stream early): read it again
-		// from where it was, after a wait.
-		if !sleep(ctx, wait) {
+		if over {
 			return ""
 		}
 	}
