@@ -19,10 +19,10 @@ import (
 	"github.com/keelrun/keel/internal/contract"
 )
 
-// DefaultPoll is how often a follower reads a running activity's heartbeat details: a few times
-// per heartbeat at the default events.interval, so a piece of text waits at most about one
-// interval plus this before it is printed. Describing a workflow is not a billed action, and a
-// follower reads only while an activity runs.
+// DefaultPoll is how often a follower reads a running activity's heartbeat details until it
+// knows when the next heartbeat is due (pacer), so a piece of text waits at most about one
+// events.interval plus this before it is printed. Describing a workflow is not a billed action,
+// and a follower reads only while an activity runs.
 const DefaultPoll = 300 * time.Millisecond
 
 // retryFirst and retryCap shape a follower's waits after the server could not be read (a
@@ -116,6 +116,9 @@ type follower struct {
 	next map[string]int
 	// turns counts the turn histories being read (one while a turn runs).
 	turns atomic.Int32
+	// cadence is the heartbeat cadence the pacers learned (a time.Duration, 0 before), kept
+	// across runs: every turn's calls heartbeat at the same worker's events.interval.
+	cadence atomic.Int64
 }
 
 // run follows the session's run chain.
@@ -328,7 +331,7 @@ func (f *follower) recorded(ctx context.Context, r *runState, ev *historypb.Hist
 // last events were delivered, so the order holds. Details are decoded (and decrypted, with
 // codec.keys) only when the activity heartbeat since the last read.
 func (f *follower) pollHeartbeats(ctx context.Context, r *runState) {
-	p := &pacer{poll: f.o.Poll}
+	p := &pacer{poll: f.o.Poll, every: time.Duration(f.cadence.Load())}
 	t := time.NewTimer(f.o.Poll)
 	defer t.Stop()
 	var read pendingActivity
@@ -361,6 +364,7 @@ func (f *follower) pollHeartbeats(ctx context.Context, r *runState) {
 		start := time.Now()
 		beat, live := f.readBeat(ctx, r, first, p.beat)
 		t.Reset(time.Until(p.next(start, time.Now(), beat)))
+		f.cadence.Store(int64(p.every))
 		if live == nil {
 			continue
 		}

@@ -10,9 +10,10 @@ const minWindow = 40 * time.Millisecond
 // describes the turn about once per heartbeat rather than several times.
 //
 // A watched activity heartbeats on a fixed cadence (events.interval) when it has new events. Once
-// two heartbeats of one activity told the cadence, the next heartbeat is due one cadence after the
-// last, which reached the server between the read before the one that found it and that one: the
-// next one is due in that window shifted by the cadence. The pacer reads at the middle of the
+// two heartbeats of one activity told the cadence (the follower keeps it for the session's later
+// runs and turns), the next heartbeat is due one cadence after the last, which reached the server
+// between the read before the one that found it and that one: the next one is due in that window
+// shifted by the cadence. The pacer reads at the middle of the
 // window while it is wide, narrowing it at each heartbeat, and then once at its end. A window that
 // passes without a heartbeat (the activity had nothing new) moves on by the cadence. Before it
 // knows the cadence, and for each activity until its first heartbeat, it reads every poll.

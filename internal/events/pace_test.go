@@ -17,6 +17,8 @@ func TestPacer(t *testing.T) {
 		beats []time.Duration
 		// rtt is how long a read takes.
 		rtt time.Duration
+		// every is the cadence an earlier turn taught, zero for none.
+		every time.Duration
 		// until is how long the activity runs.
 		until time.Duration
 		// maxReads bounds the reads; maxLate how long after it reached the server a heartbeat
@@ -30,6 +32,15 @@ func TestPacer(t *testing.T) {
 			rtt:      2 * time.Millisecond,
 			until:    7500 * time.Millisecond,
 			maxReads: 14, // a fixed poll: 25
+			maxLate:  2 * minWindow,
+		},
+		{
+			name:     "the same stream, the cadence known from an earlier turn",
+			beats:    []time.Duration{120 * time.Millisecond, 1120 * time.Millisecond, 2120 * time.Millisecond, 3120 * time.Millisecond, 4120 * time.Millisecond, 5120 * time.Millisecond, 6120 * time.Millisecond, 7120 * time.Millisecond},
+			rtt:      2 * time.Millisecond,
+			every:    time.Second,
+			until:    7500 * time.Millisecond,
+			maxReads: 12,
 			maxLate:  2 * minWindow,
 		},
 		{
@@ -56,7 +67,7 @@ func TestPacer(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := &pacer{poll: poll}
+			p := &pacer{poll: poll, every: c.every}
 			seen := map[int]bool{}
 			reads := 0
 			for now := at(poll); now.Before(at(c.until)); reads++ {
